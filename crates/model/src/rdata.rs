@@ -1,0 +1,232 @@
+//! Record data: parsed from presentation text (RFC 1035 §5.1 and RFC 3597 generic form) into
+//! uncompressed wire bytes, validated by parsing those bytes back, and printed again.
+
+use std::fmt::Write as _;
+
+use bytes::Bytes;
+use domain::base::ParseRecordData;
+use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
+use domain::base::name::{Name, ParsedName};
+use domain::rdata::ZoneRecordData;
+use domain::zonefile::inplace::{Entry, Zonefile};
+use octseq_parser::Parser;
+
+pub use domain::base::iana::Rtype;
+
+use crate::name::{Dname, wire_name_len};
+
+// domain re-exports octseq's parser under its own path.
+mod octseq_parser {
+    pub use domain::dep::octseq::Parser;
+}
+
+/// Rdata in uncompressed wire format, case as written.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Rdata(pub Box<[u8]>);
+
+/// Why rdata was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RdataError {
+    #[error("unknown record type {0:?}")]
+    UnknownType(String),
+    #[error("type {0} cannot be stored as a record")]
+    TypeNotAllowed(String),
+    #[error("bad {rtype} data {value:?}: {reason}")]
+    Malformed {
+        rtype: String,
+        value: String,
+        reason: String,
+    },
+}
+
+/// Parses a type mnemonic or `TYPEnnn`.
+pub fn parse_rtype(text: &str) -> Result<Rtype, RdataError> {
+    text.trim()
+        .to_ascii_uppercase()
+        .parse::<Rtype>()
+        .map_err(|_| RdataError::UnknownType(text.to_string()))
+}
+
+/// Types that the server makes itself or that are not data.
+pub fn rtype_allowed(rtype: Rtype) -> bool {
+    !matches!(
+        rtype,
+        Rtype::SOA
+            | Rtype::OPT
+            | Rtype::TSIG
+            | Rtype::TKEY
+            | Rtype::AXFR
+            | Rtype::IXFR
+            | Rtype::ANY
+            | Rtype::RRSIG
+            | Rtype::NSEC
+            | Rtype::NSEC3
+            | Rtype::NSEC3PARAM
+    ) && rtype.to_int() != 0
+        && !(128..=255).contains(&rtype.to_int())
+}
+
+impl Rdata {
+    /// Parses presentation-format rdata of `rtype`; relative names are completed with `origin`.
+    pub fn parse(rtype: Rtype, text: &str, origin: &Dname) -> Result<Rdata, RdataError> {
+        let malformed = |reason: String| RdataError::Malformed {
+            rtype: rtype.to_string(),
+            value: text.to_string(),
+            reason,
+        };
+        if text.contains(['\n', '\r']) {
+            return Err(malformed("line breaks are not allowed".into()));
+        }
+        let origin_name = Name::<Bytes>::from_octets(Bytes::copy_from_slice(origin.as_wire()))
+            .map_err(|e| malformed(e.to_string()))?;
+        let mut zonefile = Zonefile::new();
+        zonefile.set_origin(origin_name);
+        zonefile.extend_from_slice(format!("@ 0 IN {rtype} {text}\n").as_bytes());
+        let record = match zonefile.next_entry() {
+            Ok(Some(Entry::Record(record))) => record,
+            Ok(_) => return Err(malformed("no data".into())),
+            Err(e) => return Err(malformed(strip_position(&e.to_string()))),
+        };
+        if !matches!(zonefile.next_entry(), Ok(None)) {
+            return Err(malformed("unexpected text after the data".into()));
+        }
+        let mut wire = Vec::new();
+        use domain::base::rdata::ComposeRecordData;
+        record
+            .data()
+            .compose_rdata(&mut wire)
+            .map_err(|_| malformed("data too long".into()))?;
+        let rdata = Rdata(wire.into_boxed_slice());
+        // Generic `\#` data of a known type must still be valid data of that type.
+        rdata.validate(rtype).map_err(malformed)?;
+        Ok(rdata)
+    }
+
+    /// Takes wire rdata (from the store or a zone transfer) after checking it parses.
+    pub fn from_wire(rtype: Rtype, wire: &[u8]) -> Result<Rdata, RdataError> {
+        let rdata = Rdata(wire.into());
+        rdata.validate(rtype).map_err(|reason| RdataError::Malformed {
+            rtype: rtype.to_string(),
+            value: hex(wire),
+            reason,
+        })?;
+        Ok(rdata)
+    }
+
+    fn validate(&self, rtype: Rtype) -> Result<(), String> {
+        if self.0.len() > 65535 {
+            return Err("data longer than 65535 bytes".into());
+        }
+        let mut parser = Parser::from_ref(&self.0[..]);
+        match ZoneRecordData::<&[u8], ParsedName<&[u8]>>::parse_rdata(rtype, &mut parser) {
+            Ok(Some(_)) if parser.remaining() == 0 => Ok(()),
+            Ok(Some(_)) => Err("trailing bytes".into()),
+            Ok(None) => Err("not record data".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    pub fn as_wire(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Presentation text with absolute names.
+    pub fn to_text(&self, rtype: Rtype) -> String {
+        let mut parser = Parser::from_ref(&self.0[..]);
+        match ZoneRecordData::<&[u8], ParsedName<&[u8]>>::parse_rdata(rtype, &mut parser) {
+            Ok(Some(ZoneRecordData::Unknown(_))) | Ok(None) | Err(_) => self.generic_text(),
+            Ok(Some(data)) => data.display_zonefile(DisplayKind::Simple).to_string(),
+        }
+    }
+
+    /// RFC 3597 §5 generic form.
+    pub fn generic_text(&self) -> String {
+        if self.0.is_empty() {
+            return "\\# 0".into();
+        }
+        format!("\\# {} {}", self.0.len(), hex(&self.0))
+    }
+
+    /// The domain name this rdata points at, for the types whose targets get additional
+    /// section processing or chain following (RFC 1034 §3.6.2, RFC 1035 §3.3).
+    pub fn target(&self, rtype: Rtype) -> Option<Dname> {
+        let offset = match rtype {
+            Rtype::CNAME | Rtype::NS | Rtype::PTR | Rtype::DNAME => 0,
+            Rtype::MX => 2,
+            Rtype::SRV => 6,
+            _ => return None,
+        };
+        let rest = self.0.get(offset..)?;
+        let len = wire_name_len(rest)?;
+        Dname::from_wire(&rest[..len])
+    }
+}
+
+/// Lower-case hex without separators.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The parser reports `line:col: reason` for its own one-line input; only the reason helps.
+fn strip_position(message: &str) -> String {
+    let mut parts = message.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(a), Some(b), Some(rest))
+            if a.chars().all(|c| c.is_ascii_digit()) && b.chars().all(|c| c.is_ascii_digit()) =>
+        {
+            rest.trim().to_string()
+        }
+        _ => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use expect_test::{Expect, expect};
+
+    fn check(rtype: &str, text: &str, expect: Expect) {
+        let origin = Dname::parse_absolute("example.com").unwrap();
+        let rtype = parse_rtype(rtype).unwrap();
+        let actual = match Rdata::parse(rtype, text, &origin) {
+            Ok(rdata) => format!("{} | {}", rdata.to_text(rtype), hex(rdata.as_wire())),
+            Err(e) => format!("error: {e}"),
+        };
+        expect.assert_eq(&actual);
+    }
+
+    #[test]
+    fn parses_common_types() {
+        check("A", "192.0.2.1", expect!["192.0.2.1 | c0000201"]);
+        check("AAAA", "2001:db8::1", expect!["2001:db8::1 | 20010db8000000000000000000000001"]);
+        check("MX", "10 mail", expect!["10 mail.example.com. | 000a046d61696c076578616d706c6503636f6d00"]);
+        check("TXT", "\"hello world\" x", expect![[r#""hello world" "x" | 0b68656c6c6f20776f726c640178"#]]);
+        check("CAA", "0 issue \"letsencrypt.org\"", expect![[r#"0 issue "letsencrypt.org" | 000569737375656c657473656e63727970742e6f7267"#]]);
+        check("SRV", "0 5 5060 sip", expect!["0 5 5060 sip.example.com. | 0000000513c403736970076578616d706c6503636f6d00"]);
+    }
+
+    #[test]
+    fn generic_form() {
+        check("TYPE65534", "\\# 4 0a000001", expect!["\\# 4 0a000001 | 0a000001"]);
+        check("A", "\\# 4 0a000001", expect!["10.0.0.1 | 0a000001"]);
+        check("A", "\\# 3 0a0000", expect![[r#"error: bad A data "\\# 3 0a0000": unexpected end of input"#]]);
+    }
+
+    #[test]
+    fn rejects_bad_data() {
+        check("A", "300.1.1.1", expect![[r#"error: bad A data "300.1.1.1": expected IPv4 address"#]]);
+        check("A", "1.2.3.4 5.6.7.8", expect![[r#"error: bad A data "1.2.3.4 5.6.7.8": trailing tokens"#]]);
+        check("MX", "mail", expect![[r#"error: bad MX data "mail": expected decimal number"#]]);
+    }
+
+    #[test]
+    fn targets() {
+        let origin = Dname::parse_absolute("example.com").unwrap();
+        let mx = Rdata::parse(Rtype::MX, "10 mail", &origin).unwrap();
+        assert_eq!(mx.target(Rtype::MX).unwrap().to_string(), "mail.example.com.");
+    }
+}

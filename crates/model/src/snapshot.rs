@@ -1,0 +1,226 @@
+//! The immutable, indexed form of all zones that the query path reads.
+//!
+//! Built from [`ZoneConfig`]s by [`ZoneSnapshot::compile`]; a [`Snapshot`] is a set of zone
+//! snapshots shared by `Arc`, so a change to one zone rebuilds only that zone. Everything a
+//! query needs is precomputed here: lower-case name keys, empty non-terminals, zone cuts,
+//! negative-answer SOA, and the A/AAAA records for additional-section processing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use foldhash::fast::RandomState;
+
+use crate::name::{Dname, label_offsets};
+use crate::rdata::{Rdata, Rtype};
+use crate::zone::ZoneConfig;
+
+/// A map keyed by lower-case wire names; lookups take a borrowed `&[u8]`.
+pub type NameMap<V> = HashMap<Box<[u8]>, V, RandomState>;
+
+/// All zones being served.
+#[derive(Clone, Default)]
+pub struct Snapshot {
+    zones: NameMap<Arc<ZoneSnapshot>>,
+    /// Label counts of the zone apexes, so a zone search tries only lengths that exist.
+    max_zone_labels: usize,
+}
+
+/// One RRset: records of one name and type.
+#[derive(Clone, Debug)]
+pub struct Rrset {
+    pub rtype: Rtype,
+    /// RFC 2181 §5.2: one TTL per RRset; the lowest of the records is used.
+    pub ttl: u32,
+    pub rdatas: Vec<Rdata>,
+}
+
+/// Records for additional-section processing: the A and AAAA RRsets of a target name.
+#[derive(Clone, Debug)]
+pub struct Additional {
+    pub owner: Dname,
+    pub rrset: Rrset,
+}
+
+/// One owner name of a zone.
+#[derive(Clone, Debug, Default)]
+pub struct Node {
+    /// Sorted by type number.
+    pub rrsets: Vec<Rrset>,
+    /// For NS, MX and SRV RRsets: the in-zone A/AAAA of their targets, in RRset order.
+    pub additionals: Vec<(Rtype, Vec<Additional>)>,
+    /// An NS RRset below the apex: a delegation (RFC 1034 §4.2.1).
+    pub is_cut: bool,
+    /// Strictly below a delegation: glue or occluded data, never answered authoritatively.
+    pub below_cut: bool,
+}
+
+impl Node {
+    pub fn rrset(&self, rtype: Rtype) -> Option<&Rrset> {
+        self.rrsets.iter().find(|r| r.rtype == rtype)
+    }
+
+    pub fn additional(&self, rtype: Rtype) -> &[Additional] {
+        self.additionals.iter().find(|(t, _)| *t == rtype).map(|(_, a)| a.as_slice()).unwrap_or(&[])
+    }
+
+    /// An empty non-terminal: the name exists only because names below it do.
+    pub fn is_empty_non_terminal(&self) -> bool {
+        self.rrsets.is_empty()
+    }
+}
+
+/// One zone, indexed for lookup.
+#[derive(Clone, Debug)]
+pub struct ZoneSnapshot {
+    /// Lower-case apex.
+    pub apex: Dname,
+    /// The SOA RRset as answered to SOA queries.
+    pub soa: Rrset,
+    /// The SOA RRset for negative answers: TTL = min(SOA TTL, MINIMUM) (RFC 2308 §3).
+    pub negative_soa: Rrset,
+    pub nodes: NameMap<Node>,
+    pub has_cuts: bool,
+    pub serial: u32,
+}
+
+impl ZoneSnapshot {
+    /// Indexes a validated zone.
+    pub fn compile(zone: &ZoneConfig) -> ZoneSnapshot {
+        let apex = zone.name.to_lowercase();
+        let soa_rdata = zone.soa.to_rdata();
+        let soa = Rrset { rtype: Rtype::SOA, ttl: zone.default_ttl, rdatas: vec![soa_rdata.clone()] };
+        let negative_soa = Rrset {
+            rtype: Rtype::SOA,
+            ttl: zone.default_ttl.min(zone.soa.minimum),
+            rdatas: vec![soa_rdata],
+        };
+        let mut nodes: NameMap<Node> = NameMap::default();
+        let mut apex_node = Node::default();
+        apex_node.rrsets.push(soa.clone());
+        nodes.insert(apex.as_wire().into(), apex_node);
+        for record in &zone.records {
+            let key = record.name.to_lowercase();
+            // Empty non-terminals: every name between the record and the apex exists.
+            let mut parent = key.parent();
+            while let Some(name) = parent {
+                if name.label_count() <= apex.label_count() {
+                    break;
+                }
+                nodes.entry(name.as_wire().into()).or_default();
+                parent = name.parent();
+            }
+            let node = nodes.entry(key.as_wire().into()).or_default();
+            match node.rrsets.iter_mut().find(|r| r.rtype == record.rtype) {
+                Some(rrset) => {
+                    rrset.ttl = rrset.ttl.min(record.ttl);
+                    rrset.rdatas.push(record.rdata.clone());
+                }
+                None => node.rrsets.push(Rrset {
+                    rtype: record.rtype,
+                    ttl: record.ttl,
+                    rdatas: vec![record.rdata.clone()],
+                }),
+            }
+        }
+        // Zone cuts, then what lies below them.
+        let mut cuts: Vec<Box<[u8]>> = Vec::new();
+        for (key, node) in nodes.iter_mut() {
+            node.rrsets.sort_by_key(|r| r.rtype.to_int());
+            if &key[..] != apex.as_wire() && node.rrset(Rtype::NS).is_some() {
+                node.is_cut = true;
+                cuts.push(key.clone());
+            }
+        }
+        let has_cuts = !cuts.is_empty();
+        if has_cuts {
+            let keys: Vec<Box<[u8]>> = nodes.keys().cloned().collect();
+            for key in keys {
+                let below = cuts.iter().any(|cut| {
+                    key.len() > cut.len() && key.ends_with(cut) && label_offsets(&key).any(|o| o == key.len() - cut.len())
+                });
+                if below && let Some(node) = nodes.get_mut(&key) {
+                    node.below_cut = true;
+                }
+            }
+        }
+        // Additional-section data (RFC 1034 §3.6.2 / RFC 2782): in-zone A and AAAA of targets.
+        let mut additionals: Vec<(Box<[u8]>, Rtype, Vec<Additional>)> = Vec::new();
+        for (key, node) in nodes.iter() {
+            for rrset in &node.rrsets {
+                if !matches!(rrset.rtype, Rtype::NS | Rtype::MX | Rtype::SRV) {
+                    continue;
+                }
+                let mut found = Vec::new();
+                for rdata in &rrset.rdatas {
+                    let Some(target) = rdata.target(rrset.rtype) else { continue };
+                    let target_key = target.to_lowercase();
+                    let Some(target_node) = nodes.get(target_key.as_wire()) else { continue };
+                    // Data below a cut is only glue for that cut's own NS RRset.
+                    if target_node.below_cut && !(rrset.rtype == Rtype::NS) {
+                        continue;
+                    }
+                    for rtype in [Rtype::A, Rtype::AAAA] {
+                        if let Some(address) = target_node.rrset(rtype) {
+                            found.push(Additional { owner: target_key.clone(), rrset: address.clone() });
+                        }
+                    }
+                }
+                if !found.is_empty() {
+                    additionals.push((key.clone(), rrset.rtype, found));
+                }
+            }
+        }
+        for (key, rtype, found) in additionals {
+            if let Some(node) = nodes.get_mut(&key) {
+                node.additionals.push((rtype, found));
+            }
+        }
+        ZoneSnapshot { apex, soa, negative_soa, nodes, has_cuts, serial: zone.soa.serial }
+    }
+
+    pub fn node(&self, lower_name: &[u8]) -> Option<&Node> {
+        self.nodes.get(lower_name)
+    }
+}
+
+impl Snapshot {
+    pub fn empty() -> Snapshot {
+        Snapshot::default()
+    }
+
+    /// A new snapshot with `zone` added or replaced.
+    pub fn with_zone(&self, zone: Arc<ZoneSnapshot>) -> Snapshot {
+        let mut next = self.clone();
+        next.zones.insert(zone.apex.as_wire().into(), zone);
+        next.recount();
+        next
+    }
+
+    /// A new snapshot without the zone named `apex`.
+    pub fn without_zone(&self, apex: &Dname) -> Snapshot {
+        let mut next = self.clone();
+        next.zones.remove(apex.to_lowercase().as_wire());
+        next.recount();
+        next
+    }
+
+    fn recount(&mut self) {
+        self.max_zone_labels = self.zones.values().map(|z| z.apex.label_count()).max().unwrap_or(0);
+    }
+
+    pub fn zones(&self) -> impl Iterator<Item = &Arc<ZoneSnapshot>> {
+        self.zones.values()
+    }
+
+    /// The most specific zone that holds `lower_qname` (wire, lower case): the closest
+    /// enclosing zone wins, as with delegated sub-zones served by the same server.
+    pub fn find_zone(&self, lower_qname: &[u8], n_labels: usize, label_starts: &[u8]) -> Option<&ZoneSnapshot> {
+        let skip = n_labels.saturating_sub(self.max_zone_labels);
+        for &start in &label_starts[skip..n_labels] {
+            if let Some(zone) = self.zones.get(&lower_qname[start as usize..]) {
+                return Some(zone);
+            }
+        }
+        None
+    }
+}

@@ -1,1 +1,180 @@
-//! api
+//! The `/api/v1` request and response bodies, shared by the server, the CLI and (as JSON) the
+//! dashboard. Plain data with serde; no behaviour.
+
+use serde::{Deserialize, Serialize};
+
+/// Every error body: a message, the field it is about when there is one, and for validation
+/// of many items (zone file import) every problem found.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ErrorBody {
+    pub error: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldProblem>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FieldProblem {
+    pub field: String,
+    pub message: String,
+}
+
+/// SOA fields of a zone; all optional on input (defaults are filled in).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SoaSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<u32>,
+}
+
+/// `POST /api/v1/zones`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ZoneCreate {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_ttl: Option<u32>,
+    #[serde(default)]
+    pub soa: SoaSpec,
+    /// Name servers for the apex NS set; `ns1.<zone>` when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ns: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Soa {
+    pub mname: String,
+    pub rname: String,
+    pub serial: u32,
+    pub refresh: u32,
+    pub retry: u32,
+    pub expire: u32,
+    pub minimum: u32,
+}
+
+/// A zone as the API shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Zone {
+    pub name: String,
+    pub serial: u32,
+    pub default_ttl: u32,
+    pub soa: Soa,
+    pub record_count: usize,
+}
+
+/// `POST /api/v1/zones/{zone}/records` and `PUT …/records/{id}`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RecordSpec {
+    /// Relative to the zone (`www`, `@`) or absolute with a trailing dot.
+    pub name: String,
+    #[serde(rename = "type")]
+    pub rtype: String,
+    /// Presentation format rdata (`192.0.2.1`, `10 mail`, `"text"`, `\# 4 0a000001`).
+    pub value: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u32>,
+}
+
+/// A record as the API shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Record {
+    pub id: i64,
+    /// Relative to the zone.
+    pub name: String,
+    pub fqdn: String,
+    #[serde(rename = "type")]
+    pub rtype: String,
+    pub ttl: u32,
+    pub value: String,
+}
+
+/// Result of `POST /api/v1/zones/{zone}/import`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ImportResult {
+    pub zone: String,
+    pub records: usize,
+    pub serial: u32,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Viewer,
+    Editor,
+    Superadmin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Editor => "editor",
+            Role::Superadmin => "superadmin",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Role> {
+        match text {
+            "viewer" => Some(Role::Viewer),
+            "editor" => Some(Role::Editor),
+            "superadmin" => Some(Role::Superadmin),
+            _ => None,
+        }
+    }
+}
+
+/// `POST /api/v1/users`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UserCreate {
+    pub name: String,
+    pub password: String,
+    pub role: Role,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub role: Role,
+}
+
+/// `POST /api/v1/tokens`: a token for the calling user, or for `user` (superadmin only).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TokenCreate {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Token {
+    pub id: i64,
+    pub name: String,
+    pub user: String,
+    pub created: i64,
+    /// The secret; present only in the response that created it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+/// `POST /api/v1/session`: log in with a password, get a token back.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Login {
+    pub name: String,
+    pub password: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Session {
+    pub user: String,
+    pub role: Role,
+    pub token: String,
+}

@@ -81,6 +81,7 @@ pub struct ZoneSnapshot {
     pub nodes: NameMap<Node>,
     pub has_cuts: bool,
     pub serial: u32,
+    pub apex_labels: u8,
 }
 
 impl ZoneSnapshot {
@@ -175,7 +176,8 @@ impl ZoneSnapshot {
                 node.additionals.push((rtype, found));
             }
         }
-        ZoneSnapshot { apex, soa, negative_soa, nodes, has_cuts, serial: zone.soa.serial }
+        let apex_labels = apex.label_count() as u8;
+        ZoneSnapshot { apex, soa, negative_soa, nodes, has_cuts, serial: zone.soa.serial, apex_labels }
     }
 
     pub fn node(&self, lower_name: &[u8]) -> Option<&Node> {
@@ -212,11 +214,11 @@ impl Snapshot {
         self.zones.values()
     }
 
-    /// The most specific zone that holds `lower_qname` (wire, lower case): the closest
-    /// enclosing zone wins, as with delegated sub-zones served by the same server.
-    pub fn find_zone(&self, lower_qname: &[u8], n_labels: usize, label_starts: &[u8]) -> Option<&ZoneSnapshot> {
-        let skip = n_labels.saturating_sub(self.max_zone_labels);
-        for &start in &label_starts[skip..n_labels] {
+    /// The most specific zone that holds a lower-case wire name, given the offsets of its
+    /// labels: the closest enclosing zone wins, as with sub-zones served by the same server.
+    pub fn find_zone_by_labels(&self, lower_qname: &[u8], label_starts: &[u8]) -> Option<&ZoneSnapshot> {
+        let skip = label_starts.len().saturating_sub(self.max_zone_labels);
+        for &start in &label_starts[skip..] {
             if let Some(zone) = self.zones.get(&lower_qname[start as usize..]) {
                 return Some(zone);
             }

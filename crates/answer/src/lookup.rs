@@ -1,0 +1,244 @@
+//! Deciding the answer to a query: zone, name, wildcard, delegation, CNAME chain (RFC 1034
+//! §4.3.2, RFC 4592, RFC 6604), negative answers (RFC 2308) and minimal ANY (RFC 8482).
+
+use arrayvec::ArrayVec;
+use domain::base::iana::Rtype;
+use model::Snapshot;
+use model::snapshot::{Node, Rrset, ZoneSnapshot};
+
+use crate::query::{NameBuf, Query, Transport};
+use crate::rcode;
+
+/// CNAME links followed before giving up (loops stop earlier, at the first repeat).
+const MAX_CHAIN: usize = 12;
+
+/// The owner of a record in the response.
+#[derive(Clone, Copy, Debug)]
+pub enum Owner<'a> {
+    /// The qname as the client wrote it.
+    Qname,
+    /// A name in wire form (from the snapshot).
+    Name(&'a [u8]),
+}
+
+/// One RRset to put in a section.
+#[derive(Clone, Copy, Debug)]
+pub struct RrRef<'a> {
+    pub owner: Owner<'a>,
+    pub rrset: &'a Rrset,
+}
+
+/// Why the answer is what it is; counted in metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    Answer,
+    Cname,
+    NoData,
+    NxDomain,
+    Referral,
+    /// A name in no zone of ours, or a class we do not serve.
+    NotOurs,
+    /// Zone transfers and other types not answered here.
+    Refused,
+    /// ANY over UDP: TC=1 sends the client to TCP (RFC 8482 §4.4 lets the server choose).
+    AnyOverUdp,
+    Malformed,
+    NotImplemented,
+    BadVersion,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Answer => "answer",
+            Reason::Cname => "cname",
+            Reason::NoData => "nodata",
+            Reason::NxDomain => "nxdomain",
+            Reason::Referral => "referral",
+            Reason::NotOurs => "not_ours",
+            Reason::Refused => "refused",
+            Reason::AnyOverUdp => "any_over_udp",
+            Reason::Malformed => "malformed",
+            Reason::NotImplemented => "not_implemented",
+            Reason::BadVersion => "bad_version",
+        }
+    }
+}
+
+/// The decided response, before encoding.
+#[derive(Debug)]
+pub struct Answer<'a> {
+    pub rcode: u16,
+    pub aa: bool,
+    /// Set when the response must send the client to TCP whatever its size.
+    pub tc: bool,
+    pub answer: ArrayVec<RrRef<'a>, 32>,
+    pub authority: ArrayVec<RrRef<'a>, 2>,
+    pub additional: ArrayVec<RrRef<'a>, 32>,
+    pub reason: Reason,
+}
+
+impl<'a> Answer<'a> {
+    fn new(rcode: u16, reason: Reason) -> Answer<'a> {
+        Answer {
+            rcode,
+            aa: false,
+            tc: false,
+            answer: ArrayVec::new(),
+            authority: ArrayVec::new(),
+            additional: ArrayVec::new(),
+            reason,
+        }
+    }
+
+    fn push_additional(&mut self, node: &'a Node, rtype: Rtype) {
+        for extra in node.additional(rtype) {
+            let _ = self.additional.try_push(RrRef { owner: Owner::Name(extra.owner.as_wire()), rrset: &extra.rrset });
+        }
+    }
+}
+
+/// What a name is in a zone.
+enum Found<'a> {
+    /// The node; `true` when it was reached through a wildcard.
+    Node(&'a Node, bool),
+    /// Below a zone cut: the cut's name and node.
+    Referral(&'a [u8], &'a Node),
+    NxDomain,
+}
+
+/// Finds `name` (lower case) in `zone`.
+fn find<'a>(zone: &'a ZoneSnapshot, name: &NameBuf, qtype: Rtype) -> Found<'a> {
+    let apex_labels = zone.apex_labels as usize;
+    let below_apex = (name.n_labels as usize).saturating_sub(apex_labels);
+    if let Some(node) = zone.node(name.as_wire()) {
+        if zone.has_cuts && (node.below_cut || (node.is_cut && qtype != Rtype::DS)) {
+            return topmost_cut(zone, name, below_apex).unwrap_or(Found::Node(node, false));
+        }
+        return Found::Node(node, false);
+    }
+    // The closest encloser (RFC 4592 §3.3.1): the longest existing ancestor.
+    for skip in 1..=below_apex {
+        let Some(encloser) = zone.node(name.suffix(skip)) else { continue };
+        if zone.has_cuts && (encloser.is_cut || encloser.below_cut) {
+            return topmost_cut(zone, name, below_apex).unwrap_or(Found::NxDomain);
+        }
+        let suffix = name.suffix(skip);
+        let mut wildcard = [0u8; 257];
+        wildcard[0] = 1;
+        wildcard[1] = b'*';
+        wildcard[2..2 + suffix.len()].copy_from_slice(suffix);
+        return match zone.node(&wildcard[..2 + suffix.len()]) {
+            Some(node) => Found::Node(node, true),
+            None => Found::NxDomain,
+        };
+    }
+    Found::NxDomain
+}
+
+/// The highest delegation at or above `name` (RFC 1034 §4.3.2 step 3b).
+fn topmost_cut<'a>(zone: &'a ZoneSnapshot, name: &NameBuf, below_apex: usize) -> Option<Found<'a>> {
+    for skip in (0..below_apex).rev() {
+        let (key, node) = zone.nodes.get_key_value(name.suffix(skip))?;
+        if node.is_cut {
+            return Some(Found::Referral(key, node));
+        }
+    }
+    None
+}
+
+fn find_zone<'a>(snapshot: &'a Snapshot, name: &NameBuf) -> Option<&'a ZoneSnapshot> {
+    snapshot.find_zone_by_labels(name.as_wire(), &name.starts[..name.n_labels as usize])
+}
+
+/// Decides the response to `query`.
+pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -> Answer<'a> {
+    const CLASS_IN: u16 = 1;
+    if query.qclass != CLASS_IN {
+        return Answer::new(rcode::REFUSED, Reason::NotOurs);
+    }
+    let mut name = query.lower;
+    let Some(mut zone) = find_zone(snapshot, &name) else {
+        return Answer::new(rcode::REFUSED, Reason::NotOurs);
+    };
+    let qtype = query.qtype;
+    if matches!(qtype, Rtype::AXFR | Rtype::IXFR) {
+        return Answer::new(rcode::REFUSED, Reason::Refused);
+    }
+    let mut out = Answer::new(rcode::NOERROR, Reason::Answer);
+    out.aa = true;
+    let mut owner = Owner::Qname;
+    for hop in 0..MAX_CHAIN {
+        match find(zone, &name, qtype) {
+            Found::Referral(cut_name, cut) => {
+                if hop == 0 {
+                    out.aa = false;
+                    out.reason = Reason::Referral;
+                }
+                if let Some(ns) = cut.rrset(Rtype::NS) {
+                    let _ = out.authority.try_push(RrRef { owner: Owner::Name(cut_name), rrset: ns });
+                    out.push_additional(cut, Rtype::NS);
+                }
+                return out;
+            }
+            Found::NxDomain => {
+                out.rcode = rcode::NXDOMAIN;
+                out.reason = Reason::NxDomain;
+                out.authority.push(RrRef { owner: Owner::Name(zone.apex.as_wire()), rrset: &zone.negative_soa });
+                return out;
+            }
+            Found::Node(node, wildcard) => {
+                if qtype == Rtype::ANY {
+                    if node.rrsets.is_empty() {
+                        out.reason = Reason::NoData;
+                        out.authority.push(RrRef { owner: Owner::Name(zone.apex.as_wire()), rrset: &zone.negative_soa });
+                        return out;
+                    }
+                    if transport == Transport::Udp {
+                        out.tc = true;
+                        out.reason = Reason::AnyOverUdp;
+                        return out;
+                    }
+                    for rrset in &node.rrsets {
+                        let _ = out.answer.try_push(RrRef { owner, rrset });
+                    }
+                    return out;
+                }
+                if let Some(rrset) = node.rrset(qtype) {
+                    let _ = out.answer.try_push(RrRef { owner, rrset });
+                    if !wildcard {
+                        out.push_additional(node, qtype);
+                    }
+                    return out;
+                }
+                if qtype != Rtype::CNAME
+                    && let Some(cname) = node.rrset(Rtype::CNAME)
+                {
+                    // A repeat means a loop: every link is already in the answer.
+                    if out.answer.iter().any(|r| std::ptr::eq(r.rrset, cname)) {
+                        return out;
+                    }
+                    if out.answer.try_push(RrRef { owner, rrset: cname }).is_err() {
+                        return out;
+                    }
+                    out.reason = Reason::Cname;
+                    let Some(target) = cname.rdatas.first().map(|r| r.as_wire()) else { return out };
+                    name = NameBuf::from_wire(target, true);
+                    match find_zone(snapshot, &name) {
+                        Some(next_zone) => zone = next_zone,
+                        // Out of our zones: the resolver follows it (RFC 1034 §4.3.2 step 3a).
+                        None => return out,
+                    }
+                    owner = Owner::Name(target);
+                    continue;
+                }
+                if hop == 0 {
+                    out.reason = Reason::NoData;
+                }
+                out.authority.push(RrRef { owner: Owner::Name(zone.apex.as_wire()), rrset: &zone.negative_soa });
+                return out;
+            }
+        }
+    }
+    out
+}

@@ -1,1 +1,419 @@
-//! store
+//! Persistent state: zones, records, users, API tokens and settings, in SQLite (WAL, one file
+//! in the data dir) with embedded migrations.
+//!
+//! Every write is one transaction and is durable when the call returns (`synchronous=FULL`),
+//! so a change the API acknowledged survives a crash. The query path never reads the store:
+//! the server loads zones from here and compiles them into a snapshot.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use model::{Dname, Rdata, RecordConfig, Rtype, Soa, ZoneConfig};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row, SqlitePool};
+
+/// Failures of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migrating the database: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// A user as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredUser {
+    pub id: i64,
+    pub name: String,
+    pub password_hash: String,
+    pub role: String,
+}
+
+/// An API token as stored (the hash only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredToken {
+    pub id: i64,
+    pub name: String,
+    pub user: String,
+    pub role: String,
+    pub created: i64,
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+impl Store {
+    /// Opens (creating if needed) the SQLite database at `path` and migrates it.
+    pub async fn open_sqlite(path: &Path) -> Result<Store> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(std::time::Duration::from_secs(10));
+        Store::open_with(options).await
+    }
+
+    /// Opens a `sqlite://…` URL.
+    pub async fn open_url(url: &str) -> Result<Store> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true);
+        Store::open_with(options).await
+    }
+
+    async fn open_with(options: SqliteConnectOptions) -> Result<Store> {
+        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Store { pool })
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    // ---- zones and records ----
+
+    /// Every zone with its records.
+    pub async fn load_zones(&self) -> Result<Vec<ZoneConfig>> {
+        let rows = sqlx::query("SELECT * FROM zones ORDER BY id").fetch_all(&self.pool).await?;
+        let mut zones = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut zone = zone_from_row(&row)?;
+            zone.records = self.load_records(zone.id).await?;
+            zones.push(zone);
+        }
+        Ok(zones)
+    }
+
+    /// One zone with its records.
+    pub async fn load_zone(&self, name: &Dname) -> Result<Option<ZoneConfig>> {
+        let row = sqlx::query("SELECT * FROM zones WHERE name = ?")
+            .bind(name.to_lowercase().as_wire())
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let mut zone = zone_from_row(&row)?;
+        zone.records = self.load_records(zone.id).await?;
+        Ok(Some(zone))
+    }
+
+    async fn load_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
+        let rows = sqlx::query("SELECT id, name, rtype, ttl, rdata FROM records WHERE zone_id = ? ORDER BY id")
+            .bind(zone_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(record_from_row).collect()
+    }
+
+    /// Stores a new zone and its records; returns the zone with ids filled in.
+    pub async fn create_zone(&self, zone: &ZoneConfig, now: i64) -> Result<ZoneConfig> {
+        let mut tx = self.pool.begin().await?;
+        let soa = &zone.soa;
+        let id: i64 = sqlx::query(
+            "INSERT INTO zones (name, default_ttl, mname, rname, serial, refresh, retry, expire, minimum, created)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(zone.name.to_lowercase().as_wire())
+        .bind(zone.default_ttl as i64)
+        .bind(soa.mname.as_wire())
+        .bind(soa.rname.as_wire())
+        .bind(soa.serial as i64)
+        .bind(soa.refresh as i64)
+        .bind(soa.retry as i64)
+        .bind(soa.expire as i64)
+        .bind(soa.minimum as i64)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get(0)?;
+        let mut stored = zone.clone();
+        stored.id = id;
+        for record in &mut stored.records {
+            record.id = insert_record(&mut tx, id, record).await?;
+        }
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    pub async fn delete_zone(&self, name: &Dname) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM zones WHERE name = ?")
+            .bind(name.to_lowercase().as_wire())
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Applies one change to a zone in one transaction: new SOA and default TTL, records
+    /// deleted by id, records added (their ids are returned in order).
+    pub async fn change_zone(
+        &self,
+        zone_id: i64,
+        soa: &Soa,
+        default_ttl: u32,
+        delete_ids: &[i64],
+        add: &[RecordConfig],
+        replace_all: bool,
+    ) -> Result<Vec<i64>> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "UPDATE zones SET default_ttl = ?, mname = ?, rname = ?, serial = ?, refresh = ?, retry = ?, expire = ?, minimum = ?
+             WHERE id = ?",
+        )
+        .bind(default_ttl as i64)
+        .bind(soa.mname.as_wire())
+        .bind(soa.rname.as_wire())
+        .bind(soa.serial as i64)
+        .bind(soa.refresh as i64)
+        .bind(soa.retry as i64)
+        .bind(soa.expire as i64)
+        .bind(soa.minimum as i64)
+        .bind(zone_id)
+        .execute(&mut *tx)
+        .await?;
+        if replace_all {
+            sqlx::query("DELETE FROM records WHERE zone_id = ?").bind(zone_id).execute(&mut *tx).await?;
+        }
+        for id in delete_ids {
+            sqlx::query("DELETE FROM records WHERE id = ? AND zone_id = ?")
+                .bind(id)
+                .bind(zone_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let mut ids = Vec::with_capacity(add.len());
+        for record in add {
+            ids.push(insert_record(&mut tx, zone_id, record).await?);
+        }
+        tx.commit().await?;
+        Ok(ids)
+    }
+
+    // ---- users and tokens ----
+
+    pub async fn count_users(&self) -> Result<i64> {
+        Ok(sqlx::query("SELECT COUNT(*) FROM users").fetch_one(&self.pool).await?.try_get(0)?)
+    }
+
+    pub async fn create_user(&self, name: &str, password_hash: &str, role: &str, now: i64) -> Result<i64> {
+        Ok(sqlx::query("INSERT INTO users (name, password_hash, role, created) VALUES (?, ?, ?, ?) RETURNING id")
+            .bind(name)
+            .bind(password_hash)
+            .bind(role)
+            .bind(now)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?)
+    }
+
+    pub async fn find_user(&self, name: &str) -> Result<Option<StoredUser>> {
+        let row = sqlx::query("SELECT id, name, password_hash, role FROM users WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| user_from_row(&r)).transpose()
+    }
+
+    pub async fn list_users(&self) -> Result<Vec<StoredUser>> {
+        let rows = sqlx::query("SELECT id, name, password_hash, role FROM users ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(user_from_row).collect()
+    }
+
+    pub async fn delete_user(&self, name: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM users WHERE name = ?").bind(name).execute(&self.pool).await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub async fn create_token(&self, user_id: i64, name: &str, hash: &[u8], now: i64) -> Result<i64> {
+        Ok(sqlx::query("INSERT INTO tokens (user_id, name, hash, created) VALUES (?, ?, ?, ?) RETURNING id")
+            .bind(user_id)
+            .bind(name)
+            .bind(hash)
+            .bind(now)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?)
+    }
+
+    /// The token with this hash and its user.
+    pub async fn find_token(&self, hash: &[u8]) -> Result<Option<StoredToken>> {
+        let row = sqlx::query(
+            "SELECT t.id, t.name, u.name AS user, u.role, t.created FROM tokens t JOIN users u ON u.id = t.user_id
+             WHERE t.hash = ?",
+        )
+        .bind(hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| token_from_row(&r)).transpose()
+    }
+
+    /// Tokens of one user, or of everyone.
+    pub async fn list_tokens(&self, user: Option<&str>) -> Result<Vec<StoredToken>> {
+        let rows = sqlx::query(
+            "SELECT t.id, t.name, u.name AS user, u.role, t.created FROM tokens t JOIN users u ON u.id = t.user_id
+             WHERE ? IS NULL OR u.name = ? ORDER BY t.id",
+        )
+        .bind(user)
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(token_from_row).collect()
+    }
+
+    pub async fn delete_token(&self, id: i64, user: Option<&str>) -> Result<bool> {
+        let done = sqlx::query(
+            "DELETE FROM tokens WHERE id = ? AND (? IS NULL OR user_id = (SELECT id FROM users WHERE name = ?))",
+        )
+        .bind(id)
+        .bind(user)
+        .bind(user)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    // ---- settings ----
+
+    pub async fn setting(&self, key: &str) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT value FROM settings WHERE key = ?").bind(key).fetch_optional(&self.pool).await?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
+    }
+
+    pub async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        sqlx::query("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+            .bind(key)
+            .bind(value)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+async fn insert_record(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, zone_id: i64, record: &RecordConfig) -> Result<i64> {
+    Ok(sqlx::query("INSERT INTO records (zone_id, name, rtype, ttl, rdata) VALUES (?, ?, ?, ?, ?) RETURNING id")
+        .bind(zone_id)
+        .bind(record.name.as_wire())
+        .bind(record.rtype.to_int() as i64)
+        .bind(record.ttl as i64)
+        .bind(record.rdata.as_wire())
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get(0)?)
+}
+
+fn u32_col(row: &sqlx::sqlite::SqliteRow, col: &str) -> Result<u32> {
+    let value: i64 = row.try_get(col)?;
+    u32::try_from(value).map_err(|_| StoreError::Corrupt(format!("{col} = {value} is out of range")))
+}
+
+fn name_col(row: &sqlx::sqlite::SqliteRow, col: &str) -> Result<Dname> {
+    let wire: Vec<u8> = row.try_get(col)?;
+    Dname::from_wire(&wire).ok_or_else(|| StoreError::Corrupt(format!("bad name in {col}")))
+}
+
+fn zone_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ZoneConfig> {
+    Ok(ZoneConfig {
+        id: row.try_get("id")?,
+        name: name_col(row, "name")?,
+        default_ttl: u32_col(row, "default_ttl")?,
+        soa: Soa {
+            mname: name_col(row, "mname")?,
+            rname: name_col(row, "rname")?,
+            serial: u32_col(row, "serial")?,
+            refresh: u32_col(row, "refresh")?,
+            retry: u32_col(row, "retry")?,
+            expire: u32_col(row, "expire")?,
+            minimum: u32_col(row, "minimum")?,
+        },
+        records: Vec::new(),
+    })
+}
+
+fn record_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<RecordConfig> {
+    let rtype_value: i64 = row.try_get("rtype")?;
+    let rtype = Rtype::from_int(
+        u16::try_from(rtype_value).map_err(|_| StoreError::Corrupt(format!("record type {rtype_value}")))?,
+    );
+    let wire: Vec<u8> = row.try_get("rdata")?;
+    Ok(RecordConfig {
+        id: row.try_get("id")?,
+        name: name_col(row, "name")?,
+        rtype,
+        ttl: u32_col(row, "ttl")?,
+        rdata: Rdata::from_wire(rtype, &wire).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+    })
+}
+
+fn user_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<StoredUser> {
+    Ok(StoredUser {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        password_hash: row.try_get("password_hash")?,
+        role: row.try_get("role")?,
+    })
+}
+
+fn token_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<StoredToken> {
+    Ok(StoredToken {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        user: row.try_get("user")?,
+        role: row.try_get("role")?,
+        created: row.try_get("created")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn zone_round_trip_and_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("dnz.db")).await.unwrap();
+        let name = Dname::parse_absolute("example.com").unwrap();
+        let ns = RecordConfig {
+            id: 0,
+            name: name.clone(),
+            rtype: Rtype::NS,
+            ttl: 3600,
+            rdata: Rdata::parse(Rtype::NS, "ns1", &name).unwrap(),
+        };
+        let zone = ZoneConfig { id: 0, name: name.clone(), soa: Soa::default_for(&name, 1), default_ttl: 3600, records: vec![ns] };
+        let stored = store.create_zone(&zone, 0).await.unwrap();
+        assert!(stored.id > 0 && stored.records[0].id > 0);
+        let www = RecordConfig {
+            id: 0,
+            name: Dname::parse("www", &name).unwrap(),
+            rtype: Rtype::A,
+            ttl: 300,
+            rdata: Rdata::parse(Rtype::A, "192.0.2.1", &name).unwrap(),
+        };
+        let mut soa = stored.soa.clone();
+        soa.serial = 2;
+        let ids = store.change_zone(stored.id, &soa, 3600, &[], &[www.clone()], false).await.unwrap();
+        store.close().await;
+        // Reopen: the change is there.
+        let store = Store::open_sqlite(&dir.path().join("dnz.db")).await.unwrap();
+        let loaded = store.load_zone(&name).await.unwrap().unwrap();
+        assert_eq!(loaded.soa.serial, 2);
+        assert_eq!(loaded.records.len(), 2);
+        assert_eq!(loaded.records[1], RecordConfig { id: ids[0], ..www });
+        assert!(store.delete_zone(&name).await.unwrap());
+        assert!(store.load_zones().await.unwrap().is_empty());
+    }
+}

@@ -8,13 +8,12 @@ use arrayvec::ArrayVec;
 use domain::base::iana::Rtype;
 use model::Rdata;
 
+use crate::OUR_UDP_SIZE;
 use crate::lookup::{Answer, Owner, RrRef};
 use crate::query::{Ecs, ErrorHeader, NameBuf, Query, Transport};
-use crate::OUR_UDP_SIZE;
 
 const HEADER_LEN: usize = 12;
 const TYPE_OPT: u16 = 41;
-const CLASS_IN: u16 = 1;
 
 /// Offsets of names already written that later names may point to.
 struct Compressor {
@@ -23,11 +22,16 @@ struct Compressor {
 
 impl Compressor {
     fn new() -> Compressor {
-        Compressor { offsets: ArrayVec::new() }
+        Compressor {
+            offsets: ArrayVec::new(),
+        }
     }
 
     fn find(&self, msg: &[u8], suffix: &[u8]) -> Option<u16> {
-        self.offsets.iter().copied().find(|&off| name_eq_at(msg, off as usize, suffix))
+        self.offsets
+            .iter()
+            .copied()
+            .find(|&off| name_eq_at(msg, off as usize, suffix))
     }
 
     fn remember(&mut self, offset: usize) {
@@ -43,9 +47,13 @@ fn name_eq_at(msg: &[u8], mut off: usize, name: &[u8]) -> bool {
     let mut pos = 0usize;
     let mut hops = 0;
     loop {
-        let Some(&len) = msg.get(off) else { return false };
+        let Some(&len) = msg.get(off) else {
+            return false;
+        };
         if len & 0xc0 == 0xc0 {
-            let Some(&low) = msg.get(off + 1) else { return false };
+            let Some(&low) = msg.get(off + 1) else {
+                return false;
+            };
             off = (((len & 0x3f) as usize) << 8) | low as usize;
             hops += 1;
             if hops > 32 {
@@ -60,7 +68,10 @@ fn name_eq_at(msg: &[u8], mut off: usize, name: &[u8]) -> bool {
             return true;
         }
         let len = len as usize;
-        let (Some(a), Some(b)) = (msg.get(off + 1..off + 1 + len), name.get(pos + 1..pos + 1 + len)) else {
+        let (Some(a), Some(b)) = (
+            msg.get(off + 1..off + 1 + len),
+            name.get(pos + 1..pos + 1 + len),
+        ) else {
             return false;
         };
         if !a.eq_ignore_ascii_case(b) {
@@ -108,7 +119,15 @@ fn write_rdata(out: &mut Vec<u8>, rtype: Rtype, rdata: &Rdata, comp: &mut Compre
 }
 
 /// Writes every record of an RRset; false (and nothing written) when it would pass `limit`.
-fn write_rrset(out: &mut Vec<u8>, rr: &RrRef<'_>, comp: &mut Compressor, limit: usize) -> Option<u16> {
+/// Every record is written in the query's class: only IN is served from zones, and CH only for
+/// the server's own TXT answers.
+fn write_rrset(
+    out: &mut Vec<u8>,
+    rr: &RrRef<'_>,
+    class: u16,
+    comp: &mut Compressor,
+    limit: usize,
+) -> Option<u16> {
     let mark = out.len();
     let comp_mark = comp.offsets.len();
     let rtype = rr.rrset.rtype;
@@ -119,7 +138,7 @@ fn write_rrset(out: &mut Vec<u8>, rr: &RrRef<'_>, comp: &mut Compressor, limit: 
             Owner::Name(name) => write_name(out, name, comp),
         }
         out.extend_from_slice(&rtype.to_int().to_be_bytes());
-        out.extend_from_slice(&CLASS_IN.to_be_bytes());
+        out.extend_from_slice(&class.to_be_bytes());
         out.extend_from_slice(&rr.rrset.ttl.to_be_bytes());
         let len_at = out.len();
         out.extend_from_slice(&[0, 0]);
@@ -135,9 +154,19 @@ fn write_rrset(out: &mut Vec<u8>, rr: &RrRef<'_>, comp: &mut Compressor, limit: 
     Some(rr.rrset.rdatas.len() as u16)
 }
 
-fn write_header(out: &mut Vec<u8>, id: u16, opcode: u8, aa: bool, tc: bool, rd: bool, cd: bool, rcode: u16) {
+fn write_header(
+    out: &mut Vec<u8>,
+    id: u16,
+    opcode: u8,
+    aa: bool,
+    tc: bool,
+    rd: bool,
+    cd: bool,
+    rcode: u16,
+) {
     out.extend_from_slice(&id.to_be_bytes());
-    let flags1 = 0x80 | ((opcode & 0x0f) << 3) | (u8::from(aa) << 2) | (u8::from(tc) << 1) | u8::from(rd);
+    let flags1 =
+        0x80 | ((opcode & 0x0f) << 3) | (u8::from(aa) << 2) | (u8::from(tc) << 1) | u8::from(rd);
     let flags2 = (u8::from(cd) << 4) | (rcode & 0x0f) as u8;
     out.extend_from_slice(&[flags1, flags2]);
     out.extend_from_slice(&[0; 8]);
@@ -150,7 +179,13 @@ fn set_counts(out: &mut [u8], qd: u16, an: u16, ns: u16, ar: u16) {
     out[10..12].copy_from_slice(&ar.to_be_bytes());
 }
 
-fn write_question(out: &mut Vec<u8>, qname: &NameBuf, qtype: u16, qclass: u16, comp: &mut Compressor) {
+fn write_question(
+    out: &mut Vec<u8>,
+    qname: &NameBuf,
+    qtype: u16,
+    qclass: u16,
+    comp: &mut Compressor,
+) {
     for i in 0..qname.n_labels as usize {
         comp.remember(out.len() + qname.starts[i] as usize);
     }
@@ -199,18 +234,40 @@ fn size_limit(query: &Query, transport: Transport) -> usize {
 pub fn encode(query: &Query, answer: &Answer<'_>, transport: Transport, out: &mut Vec<u8>) -> bool {
     let limit = size_limit(query, transport);
     let ecs = query.edns.and_then(|e| e.ecs);
-    let opt_space = if query.edns.is_some() { opt_len(ecs.as_ref()) } else { 0 };
+    let opt_space = if query.edns.is_some() {
+        opt_len(ecs.as_ref())
+    } else {
+        0
+    };
     let body_limit = limit - opt_space;
     let mut comp = Compressor::new();
-    write_header(out, query.id, query.opcode, answer.aa, false, query.rd, query.cd, answer.rcode);
-    write_question(out, &query.qname, query.qtype.to_int(), query.qclass, &mut comp);
+    write_header(
+        out,
+        query.id,
+        query.opcode,
+        answer.aa,
+        false,
+        query.rd,
+        query.cd,
+        answer.rcode,
+    );
+    write_question(
+        out,
+        &query.qname,
+        query.qtype.to_int(),
+        query.qclass,
+        &mut comp,
+    );
     let question_end = out.len();
     let mut truncated = answer.tc;
     let (mut an, mut ns, mut ar) = (0u16, 0u16, 0u16);
     if !truncated {
-        'sections: for (section, count) in [(&answer.answer[..], &mut an), (&answer.authority[..], &mut ns)] {
+        'sections: for (section, count) in [
+            (&answer.answer[..], &mut an),
+            (&answer.authority[..], &mut ns),
+        ] {
             for rr in section {
-                match write_rrset(out, rr, &mut comp, body_limit) {
+                match write_rrset(out, rr, query.qclass, &mut comp, body_limit) {
                     Some(n) => *count += n,
                     None => {
                         truncated = true;
@@ -228,7 +285,7 @@ pub fn encode(query: &Query, answer: &Answer<'_>, transport: Transport, out: &mu
     } else {
         // Additional data is optional: what does not fit is left out without TC.
         for rr in &answer.additional {
-            match write_rrset(out, rr, &mut comp, body_limit) {
+            match write_rrset(out, rr, query.qclass, &mut comp, body_limit) {
                 Some(n) => ar += n,
                 None => break,
             }
@@ -249,7 +306,16 @@ pub fn encode(query: &Query, answer: &Answer<'_>, transport: Transport, out: &mu
 /// had one.
 pub fn error_response(header: &ErrorHeader, rcode: u16, out: &mut Vec<u8>) {
     let mut comp = Compressor::new();
-    write_header(out, header.id, header.opcode, false, false, header.rd, header.cd, rcode);
+    write_header(
+        out,
+        header.id,
+        header.opcode,
+        false,
+        false,
+        header.rd,
+        header.cd,
+        rcode,
+    );
     let mut qd = 0;
     if let Some((qname, qtype, qclass)) = &header.question {
         write_question(out, qname, *qtype, *qclass, &mut comp);
@@ -262,4 +328,3 @@ pub fn error_response(header: &ErrorHeader, rcode: u16, out: &mut Vec<u8>) {
     }
     set_counts(out, qd, 0, 0, ar);
 }
-

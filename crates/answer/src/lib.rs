@@ -32,24 +32,45 @@ pub mod rcode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// A response is in the output buffer.
-    Respond { rcode: u16, reason: Reason, truncated: bool },
+    Respond {
+        rcode: u16,
+        reason: Reason,
+        truncated: bool,
+    },
     /// No response: the packet was not a query or its header could not be read.
     Drop,
 }
 
 /// Answers one packet into `out` (cleared first).
-pub fn respond(snapshot: &Snapshot, packet: &[u8], transport: Transport, out: &mut Vec<u8>) -> Outcome {
+pub fn respond(
+    snapshot: &Snapshot,
+    packet: &[u8],
+    transport: Transport,
+    out: &mut Vec<u8>,
+) -> Outcome {
     out.clear();
     match query::parse(packet) {
         Err(QueryError::Drop) => Outcome::Drop,
-        Err(QueryError::Reject { header, rcode, reason }) => {
+        Err(QueryError::Reject {
+            header,
+            rcode,
+            reason,
+        }) => {
             encode::error_response(&header, rcode, out);
-            Outcome::Respond { rcode, reason, truncated: false }
+            Outcome::Respond {
+                rcode,
+                reason,
+                truncated: false,
+            }
         }
         Ok(query) => {
             let answer = lookup::answer(snapshot, &query, transport);
             let truncated = encode::encode(&query, &answer, transport, out);
-            Outcome::Respond { rcode: answer.rcode, reason: answer.reason, truncated }
+            Outcome::Respond {
+                rcode: answer.rcode,
+                reason: answer.reason,
+                truncated,
+            }
         }
     }
 }

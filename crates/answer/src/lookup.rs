@@ -93,7 +93,10 @@ impl<'a> Answer<'a> {
 
     fn push_additional(&mut self, node: &'a Node, rtype: Rtype) {
         for extra in node.additional(rtype) {
-            let _ = self.additional.try_push(RrRef { owner: Owner::Name(extra.owner.as_wire()), rrset: &extra.rrset });
+            let _ = self.additional.try_push(RrRef {
+                owner: Owner::Name(extra.owner.as_wire()),
+                rrset: &extra.rrset,
+            });
         }
     }
 }
@@ -119,7 +122,9 @@ fn find<'a>(zone: &'a ZoneSnapshot, name: &NameBuf, qtype: Rtype) -> Found<'a> {
     }
     // The closest encloser (RFC 4592 §3.3.1): the longest existing ancestor.
     for skip in 1..=below_apex {
-        let Some(encloser) = zone.node(name.suffix(skip)) else { continue };
+        let Some(encloser) = zone.node(name.suffix(skip)) else {
+            continue;
+        };
         if zone.has_cuts && (encloser.is_cut || encloser.below_cut) {
             return topmost_cut(zone, name, below_apex).unwrap_or(Found::NxDomain);
         }
@@ -151,9 +156,29 @@ fn find_zone<'a>(snapshot: &'a Snapshot, name: &NameBuf) -> Option<&'a ZoneSnaps
     snapshot.find_zone_by_labels(name.as_wire(), &name.starts[..name.n_labels as usize])
 }
 
+/// CH TXT about the server, when configured; REFUSED otherwise, as for any name not ours.
+fn chaos<'a>(snapshot: &'a Snapshot, query: &Query) -> Answer<'a> {
+    match snapshot.chaos.find(query.lower.as_wire()) {
+        Some(rrset) if query.qtype == Rtype::TXT || query.qtype == Rtype::ANY => {
+            let mut out = Answer::new(rcode::NOERROR, Reason::Answer);
+            out.aa = true;
+            out.answer.push(RrRef {
+                owner: Owner::Qname,
+                rrset,
+            });
+            out
+        }
+        _ => Answer::new(rcode::REFUSED, Reason::NotOurs),
+    }
+}
+
 /// Decides the response to `query`.
 pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -> Answer<'a> {
     const CLASS_IN: u16 = 1;
+    const CLASS_CH: u16 = 3;
+    if query.qclass == CLASS_CH {
+        return chaos(snapshot, query);
+    }
     if query.qclass != CLASS_IN {
         return Answer::new(rcode::REFUSED, Reason::NotOurs);
     }
@@ -176,7 +201,10 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
                     out.reason = Reason::Referral;
                 }
                 if let Some(ns) = cut.rrset(Rtype::NS) {
-                    let _ = out.authority.try_push(RrRef { owner: Owner::Name(cut_name), rrset: ns });
+                    let _ = out.authority.try_push(RrRef {
+                        owner: Owner::Name(cut_name),
+                        rrset: ns,
+                    });
                     out.push_additional(cut, Rtype::NS);
                 }
                 return out;
@@ -184,14 +212,20 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
             Found::NxDomain => {
                 out.rcode = rcode::NXDOMAIN;
                 out.reason = Reason::NxDomain;
-                out.authority.push(RrRef { owner: Owner::Name(zone.apex.as_wire()), rrset: &zone.negative_soa });
+                out.authority.push(RrRef {
+                    owner: Owner::Name(zone.apex.as_wire()),
+                    rrset: &zone.negative_soa,
+                });
                 return out;
             }
             Found::Node(node, wildcard) => {
                 if qtype == Rtype::ANY {
                     if node.rrsets.is_empty() {
                         out.reason = Reason::NoData;
-                        out.authority.push(RrRef { owner: Owner::Name(zone.apex.as_wire()), rrset: &zone.negative_soa });
+                        out.authority.push(RrRef {
+                            owner: Owner::Name(zone.apex.as_wire()),
+                            rrset: &zone.negative_soa,
+                        });
                         return out;
                     }
                     if transport == Transport::Udp {
@@ -218,11 +252,20 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
                     if out.answer.iter().any(|r| std::ptr::eq(r.rrset, cname)) {
                         return out;
                     }
-                    if out.answer.try_push(RrRef { owner, rrset: cname }).is_err() {
+                    if out
+                        .answer
+                        .try_push(RrRef {
+                            owner,
+                            rrset: cname,
+                        })
+                        .is_err()
+                    {
                         return out;
                     }
                     out.reason = Reason::Cname;
-                    let Some(target) = cname.rdatas.first().map(|r| r.as_wire()) else { return out };
+                    let Some(target) = cname.rdatas.first().map(|r| r.as_wire()) else {
+                        return out;
+                    };
                     name = NameBuf::from_wire(target, true);
                     match find_zone(snapshot, &name) {
                         Some(next_zone) => zone = next_zone,
@@ -235,7 +278,10 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
                 if hop == 0 {
                     out.reason = Reason::NoData;
                 }
-                out.authority.push(RrRef { owner: Owner::Name(zone.apex.as_wire()), rrset: &zone.negative_soa });
+                out.authority.push(RrRef {
+                    owner: Owner::Name(zone.apex.as_wire()),
+                    rrset: &zone.negative_soa,
+                });
                 return out;
             }
         }

@@ -27,7 +27,12 @@ pub struct NameBuf {
 impl NameBuf {
     /// Copies a valid uncompressed wire name, optionally in lower case.
     pub fn from_wire(wire: &[u8], lower: bool) -> NameBuf {
-        let mut buf = NameBuf { bytes: [0; 255], len: 0, starts: [0; 128], n_labels: 0 };
+        let mut buf = NameBuf {
+            bytes: [0; 255],
+            len: 0,
+            starts: [0; 128],
+            n_labels: 0,
+        };
         let mut pos = 0usize;
         while pos < wire.len() && pos < 255 {
             let label_len = wire[pos] as usize;
@@ -120,7 +125,11 @@ pub enum QueryError {
     /// Not answered at all: too short for a header, or a response.
     Drop,
     /// Answered with only a header (and the question when readable).
-    Reject { header: ErrorHeader, rcode: u16, reason: Reason },
+    Reject {
+        header: ErrorHeader,
+        rcode: u16,
+        reason: Reason,
+    },
 }
 
 const OPT_ECS: u16 = 8;
@@ -142,7 +151,13 @@ pub fn parse(packet: &[u8]) -> Result<Query, QueryError> {
         question: None,
         edns: false,
     };
-    let reject = |header: ErrorHeader, rcode: u16, reason: Reason| Err(QueryError::Reject { header, rcode, reason });
+    let reject = |header: ErrorHeader, rcode: u16, reason: Reason| {
+        Err(QueryError::Reject {
+            header,
+            rcode,
+            reason,
+        })
+    };
     let counts = message.header_counts();
     if counts.qdcount() != 1 {
         return reject(error_header, rcode::FORMERR, Reason::Malformed);
@@ -205,7 +220,17 @@ pub fn parse(packet: &[u8]) -> Result<Query, QueryError> {
     {
         return reject(error_header, rcode::BADVERS, Reason::BadVersion);
     }
-    Ok(Query { id: header.id(), opcode: 0, rd: header.rd(), cd: header.cd(), qname, lower, qtype, qclass, edns })
+    Ok(Query {
+        id: header.id(),
+        opcode: 0,
+        rd: header.rd(),
+        cd: header.cd(),
+        qname,
+        lower,
+        qtype,
+        qclass,
+        edns,
+    })
 }
 
 /// Walks the option TLVs; returns a well-formed ECS option, ignores unknown options.
@@ -258,5 +283,9 @@ fn parse_ecs(body: &[u8]) -> Result<Ecs, ()> {
     }
     let mut address = [0u8; 16];
     address[..address_bytes.len()].copy_from_slice(address_bytes);
-    Ok(Ecs { family, source_prefix, address })
+    Ok(Ecs {
+        family,
+        source_prefix,
+        address,
+    })
 }

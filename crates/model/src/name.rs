@@ -201,8 +201,14 @@ mod tests {
     #[test]
     fn parse_relative_absolute_and_origin() {
         let origin = Dname::parse_absolute("example.com").unwrap();
-        assert_eq!(Dname::parse("www", &origin).unwrap().to_string(), "www.example.com.");
-        assert_eq!(Dname::parse("@", &origin).unwrap().to_string(), "example.com.");
+        assert_eq!(
+            Dname::parse("www", &origin).unwrap().to_string(),
+            "www.example.com."
+        );
+        assert_eq!(
+            Dname::parse("@", &origin).unwrap().to_string(),
+            "example.com."
+        );
         assert_eq!(Dname::parse("a.b.", &origin).unwrap().to_string(), "a.b.");
         let www = Dname::parse("WWW", &origin).unwrap();
         assert!(www.is_within(&origin));

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use bytes::Bytes;
 use domain::base::ParseRecordData;
-use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
 use domain::base::name::{Name, ParsedName};
+use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
 use domain::rdata::ZoneRecordData;
 use domain::zonefile::inplace::{Entry, Zonefile};
 use octseq_parser::Parser;
@@ -105,11 +105,13 @@ impl Rdata {
     /// Takes wire rdata (from the store or a zone transfer) after checking it parses.
     pub fn from_wire(rtype: Rtype, wire: &[u8]) -> Result<Rdata, RdataError> {
         let rdata = Rdata(wire.into());
-        rdata.validate(rtype).map_err(|reason| RdataError::Malformed {
-            rtype: rtype.to_string(),
-            value: hex(wire),
-            reason,
-        })?;
+        rdata
+            .validate(rtype)
+            .map_err(|reason| RdataError::Malformed {
+                rtype: rtype.to_string(),
+                value: hex(wire),
+                reason,
+            })?;
         Ok(rdata)
     }
 
@@ -202,31 +204,76 @@ mod tests {
     #[test]
     fn parses_common_types() {
         check("A", "192.0.2.1", expect!["192.0.2.1 | c0000201"]);
-        check("AAAA", "2001:db8::1", expect!["2001:db8::1 | 20010db8000000000000000000000001"]);
-        check("MX", "10 mail", expect!["10 mail.example.com. | 000a046d61696c076578616d706c6503636f6d00"]);
-        check("TXT", "\"hello world\" x", expect![[r#""hello world" "x" | 0b68656c6c6f20776f726c640178"#]]);
-        check("CAA", "0 issue \"letsencrypt.org\"", expect![[r#"0 issue "letsencrypt.org" | 000569737375656c657473656e63727970742e6f7267"#]]);
-        check("SRV", "0 5 5060 sip", expect!["0 5 5060 sip.example.com. | 0000000513c403736970076578616d706c6503636f6d00"]);
+        check(
+            "AAAA",
+            "2001:db8::1",
+            expect!["2001:db8::1 | 20010db8000000000000000000000001"],
+        );
+        check(
+            "MX",
+            "10 mail",
+            expect!["10 mail.example.com. | 000a046d61696c076578616d706c6503636f6d00"],
+        );
+        check(
+            "TXT",
+            "\"hello world\" x",
+            expect![[r#""hello world" "x" | 0b68656c6c6f20776f726c640178"#]],
+        );
+        check(
+            "CAA",
+            "0 issue \"letsencrypt.org\"",
+            expect![[
+                r#"0 issue "letsencrypt.org" | 000569737375656c657473656e63727970742e6f7267"#
+            ]],
+        );
+        check(
+            "SRV",
+            "0 5 5060 sip",
+            expect!["0 5 5060 sip.example.com. | 0000000513c403736970076578616d706c6503636f6d00"],
+        );
     }
 
     #[test]
     fn generic_form() {
-        check("TYPE65534", "\\# 4 0a000001", expect!["\\# 4 0a000001 | 0a000001"]);
+        check(
+            "TYPE65534",
+            "\\# 4 0a000001",
+            expect!["\\# 4 0a000001 | 0a000001"],
+        );
         check("A", "\\# 4 0a000001", expect!["10.0.0.1 | 0a000001"]);
-        check("A", "\\# 3 0a0000", expect![[r#"error: bad A data "\\# 3 0a0000": unexpected end of input"#]]);
+        check(
+            "A",
+            "\\# 3 0a0000",
+            expect![[r#"error: bad A data "\\# 3 0a0000": unexpected end of input"#]],
+        );
     }
 
     #[test]
     fn rejects_bad_data() {
-        check("A", "300.1.1.1", expect![[r#"error: bad A data "300.1.1.1": expected IPv4 address"#]]);
-        check("A", "1.2.3.4 5.6.7.8", expect![[r#"error: bad A data "1.2.3.4 5.6.7.8": trailing tokens"#]]);
-        check("MX", "mail", expect![[r#"error: bad MX data "mail": expected decimal number"#]]);
+        check(
+            "A",
+            "300.1.1.1",
+            expect![[r#"error: bad A data "300.1.1.1": expected IPv4 address"#]],
+        );
+        check(
+            "A",
+            "1.2.3.4 5.6.7.8",
+            expect![[r#"error: bad A data "1.2.3.4 5.6.7.8": trailing tokens"#]],
+        );
+        check(
+            "MX",
+            "mail",
+            expect![[r#"error: bad MX data "mail": expected decimal number"#]],
+        );
     }
 
     #[test]
     fn targets() {
         let origin = Dname::parse_absolute("example.com").unwrap();
         let mx = Rdata::parse(Rtype::MX, "10 mail", &origin).unwrap();
-        assert_eq!(mx.target(Rtype::MX).unwrap().to_string(), "mail.example.com.");
+        assert_eq!(
+            mx.target(Rtype::MX).unwrap().to_string(),
+            "mail.example.com."
+        );
     }
 }

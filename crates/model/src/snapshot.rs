@@ -21,8 +21,52 @@ pub type NameMap<V> = HashMap<Box<[u8]>, V, RandomState>;
 #[derive(Clone, Default)]
 pub struct Snapshot {
     zones: NameMap<Arc<ZoneSnapshot>>,
+    /// CH TXT answers about the server itself, off unless configured.
+    pub chaos: Arc<Chaos>,
     /// Label counts of the zone apexes, so a zone search tries only lengths that exist.
     max_zone_labels: usize,
+}
+
+/// CH-class TXT answers (`version.bind`, `id.server`, `hostname.bind`, `version.server`).
+#[derive(Clone, Debug, Default)]
+pub struct Chaos {
+    pub names: Vec<(Box<[u8]>, Rrset)>,
+}
+
+impl Chaos {
+    pub fn new(version: Option<&str>, id: Option<&str>) -> Chaos {
+        let txt = |text: &str| {
+            // One character-string of at most 255 bytes (RFC 1035 §3.3.14).
+            let bytes = &text.as_bytes()[..text.len().min(255)];
+            let mut wire = Vec::with_capacity(bytes.len() + 1);
+            wire.push(bytes.len() as u8);
+            wire.extend_from_slice(bytes);
+            Rrset {
+                rtype: Rtype::TXT,
+                ttl: 0,
+                rdatas: vec![Rdata(wire.into_boxed_slice())],
+            }
+        };
+        let mut names = Vec::new();
+        for (name, value) in [
+            ("version.bind.", version),
+            ("version.server.", version),
+            ("id.server.", id),
+            ("hostname.bind.", id),
+        ] {
+            if let (Some(value), Ok(name)) = (value, Dname::parse_absolute(name)) {
+                names.push((name.as_wire().into(), txt(value)));
+            }
+        }
+        Chaos { names }
+    }
+
+    pub fn find(&self, lower_name: &[u8]) -> Option<&Rrset> {
+        self.names
+            .iter()
+            .find(|(n, _)| &n[..] == lower_name)
+            .map(|(_, r)| r)
+    }
 }
 
 /// One RRset: records of one name and type.
@@ -60,7 +104,11 @@ impl Node {
     }
 
     pub fn additional(&self, rtype: Rtype) -> &[Additional] {
-        self.additionals.iter().find(|(t, _)| *t == rtype).map(|(_, a)| a.as_slice()).unwrap_or(&[])
+        self.additionals
+            .iter()
+            .find(|(t, _)| *t == rtype)
+            .map(|(_, a)| a.as_slice())
+            .unwrap_or(&[])
     }
 
     /// An empty non-terminal: the name exists only because names below it do.
@@ -89,7 +137,11 @@ impl ZoneSnapshot {
     pub fn compile(zone: &ZoneConfig) -> ZoneSnapshot {
         let apex = zone.name.to_lowercase();
         let soa_rdata = zone.soa.to_rdata();
-        let soa = Rrset { rtype: Rtype::SOA, ttl: zone.default_ttl, rdatas: vec![soa_rdata.clone()] };
+        let soa = Rrset {
+            rtype: Rtype::SOA,
+            ttl: zone.default_ttl,
+            rdatas: vec![soa_rdata.clone()],
+        };
         let negative_soa = Rrset {
             rtype: Rtype::SOA,
             ttl: zone.default_ttl.min(zone.soa.minimum),
@@ -137,7 +189,9 @@ impl ZoneSnapshot {
             let keys: Vec<Box<[u8]>> = nodes.keys().cloned().collect();
             for key in keys {
                 let below = cuts.iter().any(|cut| {
-                    key.len() > cut.len() && key.ends_with(cut) && label_offsets(&key).any(|o| o == key.len() - cut.len())
+                    key.len() > cut.len()
+                        && key.ends_with(cut)
+                        && label_offsets(&key).any(|o| o == key.len() - cut.len())
                 });
                 if below && let Some(node) = nodes.get_mut(&key) {
                     node.below_cut = true;
@@ -153,16 +207,23 @@ impl ZoneSnapshot {
                 }
                 let mut found = Vec::new();
                 for rdata in &rrset.rdatas {
-                    let Some(target) = rdata.target(rrset.rtype) else { continue };
+                    let Some(target) = rdata.target(rrset.rtype) else {
+                        continue;
+                    };
                     let target_key = target.to_lowercase();
-                    let Some(target_node) = nodes.get(target_key.as_wire()) else { continue };
+                    let Some(target_node) = nodes.get(target_key.as_wire()) else {
+                        continue;
+                    };
                     // Data below a cut is only glue for that cut's own NS RRset.
                     if target_node.below_cut && !(rrset.rtype == Rtype::NS) {
                         continue;
                     }
                     for rtype in [Rtype::A, Rtype::AAAA] {
                         if let Some(address) = target_node.rrset(rtype) {
-                            found.push(Additional { owner: target_key.clone(), rrset: address.clone() });
+                            found.push(Additional {
+                                owner: target_key.clone(),
+                                rrset: address.clone(),
+                            });
                         }
                     }
                 }
@@ -177,7 +238,15 @@ impl ZoneSnapshot {
             }
         }
         let apex_labels = apex.label_count() as u8;
-        ZoneSnapshot { apex, soa, negative_soa, nodes, has_cuts, serial: zone.soa.serial, apex_labels }
+        ZoneSnapshot {
+            apex,
+            soa,
+            negative_soa,
+            nodes,
+            has_cuts,
+            serial: zone.soa.serial,
+            apex_labels,
+        }
     }
 
     pub fn node(&self, lower_name: &[u8]) -> Option<&Node> {
@@ -198,6 +267,14 @@ impl Snapshot {
         next
     }
 
+    /// A new snapshot with other CH TXT answers.
+    pub fn with_chaos(&self, chaos: Arc<Chaos>) -> Snapshot {
+        Snapshot {
+            chaos,
+            ..self.clone()
+        }
+    }
+
     /// A new snapshot without the zone named `apex`.
     pub fn without_zone(&self, apex: &Dname) -> Snapshot {
         let mut next = self.clone();
@@ -207,7 +284,12 @@ impl Snapshot {
     }
 
     fn recount(&mut self) {
-        self.max_zone_labels = self.zones.values().map(|z| z.apex.label_count()).max().unwrap_or(0);
+        self.max_zone_labels = self
+            .zones
+            .values()
+            .map(|z| z.apex.label_count())
+            .max()
+            .unwrap_or(0);
     }
 
     pub fn zones(&self) -> impl Iterator<Item = &Arc<ZoneSnapshot>> {
@@ -216,7 +298,11 @@ impl Snapshot {
 
     /// The most specific zone that holds a lower-case wire name, given the offsets of its
     /// labels: the closest enclosing zone wins, as with sub-zones served by the same server.
-    pub fn find_zone_by_labels(&self, lower_qname: &[u8], label_starts: &[u8]) -> Option<&ZoneSnapshot> {
+    pub fn find_zone_by_labels(
+        &self,
+        lower_qname: &[u8],
+        label_starts: &[u8],
+    ) -> Option<&ZoneSnapshot> {
         let skip = label_starts.len().saturating_sub(self.max_zone_labels);
         for &start in &label_starts[skip..] {
             if let Some(zone) = self.zones.get(&lower_qname[start as usize..]) {

@@ -38,7 +38,13 @@ impl Soa {
         let mut wire = Vec::with_capacity(64);
         wire.extend_from_slice(self.mname.as_wire());
         wire.extend_from_slice(self.rname.as_wire());
-        for value in [self.serial, self.refresh, self.retry, self.expire, self.minimum] {
+        for value in [
+            self.serial,
+            self.refresh,
+            self.retry,
+            self.expire,
+            self.minimum,
+        ] {
             wire.extend_from_slice(&value.to_be_bytes());
         }
         Rdata(wire.into_boxed_slice())
@@ -76,7 +82,10 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> FieldError {
-        FieldError { field: field.into(), message: message.into() }
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -93,7 +102,11 @@ pub const MAX_TTL: u32 = 2_147_483_647;
 /// serial is already ahead of the date (or plain counting) keeps counting (RFC 1982).
 pub fn next_serial(old: u32, today_yyyymmdd: u32) -> u32 {
     let dated = today_yyyymmdd.saturating_mul(100);
-    if old < dated { dated } else { old.wrapping_add(1) }
+    if old < dated {
+        dated
+    } else {
+        old.wrapping_add(1)
+    }
 }
 
 /// Validates a zone name given as text.
@@ -114,15 +127,24 @@ impl ZoneConfig {
     pub fn validate(&self, field_of: &dyn Fn(usize) -> String) -> Vec<FieldError> {
         let mut errors = Vec::new();
         if self.default_ttl > MAX_TTL {
-            errors.push(FieldError::new("default_ttl", format!("TTL {} is above {MAX_TTL}", self.default_ttl)));
+            errors.push(FieldError::new(
+                "default_ttl",
+                format!("TTL {} is above {MAX_TTL}", self.default_ttl),
+            ));
         }
-        for (field, name) in [("soa.mname", &self.soa.mname), ("soa.rname", &self.soa.rname)] {
+        for (field, name) in [
+            ("soa.mname", &self.soa.mname),
+            ("soa.rname", &self.soa.rname),
+        ] {
             if name.is_root() {
                 errors.push(FieldError::new(field, "must not be the root"));
             }
         }
         if self.soa.refresh == 0 || self.soa.retry == 0 || self.soa.expire == 0 {
-            errors.push(FieldError::new("soa", "refresh, retry and expire must be above 0"));
+            errors.push(FieldError::new(
+                "soa",
+                "refresh, retry and expire must be above 0",
+            ));
         }
         let mut by_name: BTreeMap<Dname, Vec<(usize, &RecordConfig)>> = BTreeMap::new();
         let mut seen = HashSet::new();
@@ -135,7 +157,10 @@ impl ZoneConfig {
                 ));
             }
             if record.ttl > MAX_TTL {
-                errors.push(FieldError::new(format!("{field}ttl"), format!("TTL {} is above {MAX_TTL}", record.ttl)));
+                errors.push(FieldError::new(
+                    format!("{field}ttl"),
+                    format!("TTL {} is above {MAX_TTL}", record.ttl),
+                ));
             }
             if !crate::rdata::rtype_allowed(record.rtype) {
                 errors.push(FieldError::new(
@@ -143,26 +168,50 @@ impl ZoneConfig {
                     format!("type {} cannot be stored as a record", record.rtype),
                 ));
             }
-            if !seen.insert((record.name.to_lowercase(), record.rtype, record.rdata.clone())) {
+            if !seen.insert((
+                record.name.to_lowercase(),
+                record.rtype,
+                record.rdata.clone(),
+            )) {
                 errors.push(FieldError::new(
                     format!("{field}value"),
-                    format!("duplicate record {} {} {}", record.name, record.rtype, record.rdata.to_text(record.rtype)),
+                    format!(
+                        "duplicate record {} {} {}",
+                        record.name,
+                        record.rtype,
+                        record.rdata.to_text(record.rtype)
+                    ),
                 ));
             }
-            by_name.entry(record.name.to_lowercase()).or_default().push((idx, record));
+            by_name
+                .entry(record.name.to_lowercase())
+                .or_default()
+                .push((idx, record));
         }
         for (name, records) in &by_name {
-            let cnames: Vec<_> = records.iter().filter(|(_, r)| r.rtype == Rtype::CNAME).collect();
+            let cnames: Vec<_> = records
+                .iter()
+                .filter(|(_, r)| r.rtype == Rtype::CNAME)
+                .collect();
             if cnames.is_empty() {
                 continue;
             }
             let field = field_of(cnames[0].0);
             if name.eq_ignore_case(&self.name) {
-                errors.push(FieldError::new(format!("{field}type"), "a CNAME cannot be at the zone apex"));
+                errors.push(FieldError::new(
+                    format!("{field}type"),
+                    "a CNAME cannot be at the zone apex",
+                ));
             } else if cnames.len() > 1 {
-                errors.push(FieldError::new(format!("{field}type"), format!("{name} has more than one CNAME")));
+                errors.push(FieldError::new(
+                    format!("{field}type"),
+                    format!("{name} has more than one CNAME"),
+                ));
             } else if records.len() > 1 {
-                let other = records.iter().find(|(_, r)| r.rtype != Rtype::CNAME).map(|(_, r)| r.rtype);
+                let other = records
+                    .iter()
+                    .find(|(_, r)| r.rtype != Rtype::CNAME)
+                    .map(|(_, r)| r.rtype);
                 errors.push(FieldError::new(
                     format!("{field}type"),
                     format!(
@@ -172,9 +221,18 @@ impl ZoneConfig {
                 ));
             }
         }
-        let apex_ns = self.records.iter().any(|r| r.rtype == Rtype::NS && r.name.eq_ignore_case(&self.name));
+        let apex_ns = self
+            .records
+            .iter()
+            .any(|r| r.rtype == Rtype::NS && r.name.eq_ignore_case(&self.name));
         if !apex_ns {
-            errors.push(FieldError::new("ns", format!("the zone {} needs at least one NS record at its apex", self.name)));
+            errors.push(FieldError::new(
+                "ns",
+                format!(
+                    "the zone {} needs at least one NS record at its apex",
+                    self.name
+                ),
+            ));
         }
         errors
     }
@@ -206,21 +264,40 @@ mod tests {
                 }
             })
             .collect();
-        ZoneConfig { id: 1, soa: Soa::default_for(&name, 1), name, default_ttl: 3600, records }
+        ZoneConfig {
+            id: 1,
+            soa: Soa::default_for(&name, 1),
+            name,
+            default_ttl: 3600,
+            records,
+        }
     }
 
     fn messages(zone: &ZoneConfig) -> Vec<String> {
-        zone.validate(&|_| String::new()).iter().map(|e| e.to_string()).collect()
+        zone.validate(&|_| String::new())
+            .iter()
+            .map(|e| e.to_string())
+            .collect()
     }
 
     #[test]
     fn cname_rules() {
         let ok = zone(&[("@", "NS", "ns1"), ("www", "CNAME", "web")]);
         assert!(messages(&ok).is_empty());
-        let beside = zone(&[("@", "NS", "ns1"), ("www", "CNAME", "web"), ("www", "A", "192.0.2.1")]);
-        assert_eq!(messages(&beside), ["type: a CNAME cannot be beside other data: www.example.com. also has A"]);
+        let beside = zone(&[
+            ("@", "NS", "ns1"),
+            ("www", "CNAME", "web"),
+            ("www", "A", "192.0.2.1"),
+        ]);
+        assert_eq!(
+            messages(&beside),
+            ["type: a CNAME cannot be beside other data: www.example.com. also has A"]
+        );
         let apex = zone(&[("@", "NS", "ns1"), ("@", "CNAME", "web")]);
-        assert_eq!(messages(&apex), ["type: a CNAME cannot be at the zone apex"]);
+        assert_eq!(
+            messages(&apex),
+            ["type: a CNAME cannot be at the zone apex"]
+        );
     }
 
     #[test]

@@ -77,14 +77,20 @@ fn split_entries(text: &str) -> Result<Vec<RawEntry>, Vec<FieldError>> {
                 line += 1;
                 if depth == 0 && !in_quotes {
                     if !current.trim().is_empty() {
-                        entries.push(RawEntry { line: start_line, text: std::mem::take(&mut current) });
+                        entries.push(RawEntry {
+                            line: start_line,
+                            text: std::mem::take(&mut current),
+                        });
                     }
                     current.clear();
                     start_line = line;
                     continue;
                 }
                 if in_quotes {
-                    errors.push(FieldError::new(format!("line {}", line - 1), "line break inside quotes"));
+                    errors.push(FieldError::new(
+                        format!("line {}", line - 1),
+                        "line break inside quotes",
+                    ));
                     in_quotes = false;
                 }
                 current.push(' ');
@@ -95,11 +101,21 @@ fn split_entries(text: &str) -> Result<Vec<RawEntry>, Vec<FieldError>> {
         current.push(c);
     }
     if depth > 0 || in_quotes {
-        errors.push(FieldError::new(format!("line {start_line}"), "unbalanced '(' or quote at end of file"));
+        errors.push(FieldError::new(
+            format!("line {start_line}"),
+            "unbalanced '(' or quote at end of file",
+        ));
     } else if !current.trim().is_empty() {
-        entries.push(RawEntry { line: start_line, text: current });
+        entries.push(RawEntry {
+            line: start_line,
+            text: current,
+        });
     }
-    if errors.is_empty() { Ok(entries) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(entries)
+    } else {
+        Err(errors)
+    }
 }
 
 /// Parses a TTL in seconds or with BIND units (`1h30m`, `2d`).
@@ -139,10 +155,18 @@ fn name_to_dname(name: &impl ToName) -> Dname {
 
 /// Parses a whole zone file for `origin`. On any error, returns every error found, each naming
 /// its line; nothing partial is returned.
-pub fn parse(text: &str, origin: &Dname, default_ttl: u32) -> Result<ParsedZoneFile, Vec<FieldError>> {
+pub fn parse(
+    text: &str,
+    origin: &Dname,
+    default_ttl: u32,
+) -> Result<ParsedZoneFile, Vec<FieldError>> {
     let entries = split_entries(text)?;
     let mut errors = Vec::new();
-    let mut out = ParsedZoneFile { soa: None, records: Vec::new(), lines: Vec::new() };
+    let mut out = ParsedZoneFile {
+        soa: None,
+        records: Vec::new(),
+        lines: Vec::new(),
+    };
     let mut current_origin = origin.clone();
     let mut dollar_ttl: Option<u32> = None;
     let mut last_ttl = default_ttl;
@@ -165,7 +189,10 @@ pub fn parse(text: &str, origin: &Dname, default_ttl: u32) -> Result<ParsedZoneF
                     None => errors.push(FieldError::new(at, format!("bad $TTL {arg:?}"))),
                 },
                 ("INCLUDE", _, _) => errors.push(FieldError::new(at, "$INCLUDE is not allowed")),
-                _ => errors.push(FieldError::new(at, format!("unknown or malformed directive ${keyword}"))),
+                _ => errors.push(FieldError::new(
+                    at,
+                    format!("unknown or malformed directive ${keyword}"),
+                )),
             }
             continue;
         }
@@ -182,7 +209,9 @@ pub fn parse(text: &str, origin: &Dname, default_ttl: u32) -> Result<ParsedZoneF
             entry.text.clone()
         };
         let ttl_default = dollar_ttl.unwrap_or(last_ttl);
-        let Ok(origin_name) = Name::<Bytes>::from_octets(Bytes::copy_from_slice(current_origin.as_wire())) else {
+        let Ok(origin_name) =
+            Name::<Bytes>::from_octets(Bytes::copy_from_slice(current_origin.as_wire()))
+        else {
             errors.push(FieldError::new(at, "bad origin"));
             continue;
         };
@@ -200,13 +229,20 @@ pub fn parse(text: &str, origin: &Dname, default_ttl: u32) -> Result<ParsedZoneF
             Err(e) => {
                 let message = e.to_string();
                 // The scanner counts lines of its own input, where our entry is line 2.
-                let reason = message.splitn(3, ':').nth(2).map(str::trim).unwrap_or(&message);
+                let reason = message
+                    .splitn(3, ':')
+                    .nth(2)
+                    .map(str::trim)
+                    .unwrap_or(&message);
                 errors.push(FieldError::new(at, reason.to_string()));
                 continue;
             }
         };
         if record.class() != Class::IN {
-            errors.push(FieldError::new(at, format!("class {} is not supported, only IN", record.class())));
+            errors.push(FieldError::new(
+                at,
+                format!("class {} is not supported, only IN", record.class()),
+            ));
             continue;
         }
         let owner = name_to_dname(record.owner());
@@ -228,7 +264,10 @@ pub fn parse(text: &str, origin: &Dname, default_ttl: u32) -> Result<ParsedZoneF
         };
         if rtype == Rtype::SOA {
             if !owner.eq_ignore_case(origin) {
-                errors.push(FieldError::new(at, format!("SOA at {owner}, not at the zone apex {origin}")));
+                errors.push(FieldError::new(
+                    at,
+                    format!("SOA at {owner}, not at the zone apex {origin}"),
+                ));
             } else if out.soa.is_some() {
                 errors.push(FieldError::new(at, "a second SOA record"));
             } else {
@@ -239,10 +278,20 @@ pub fn parse(text: &str, origin: &Dname, default_ttl: u32) -> Result<ParsedZoneF
             }
             continue;
         }
-        out.records.push(RecordConfig { id: 0, name: owner, rtype, ttl, rdata });
+        out.records.push(RecordConfig {
+            id: 0,
+            name: owner,
+            rtype,
+            ttl,
+            rdata,
+        });
         out.lines.push(entry.line);
     }
-    if errors.is_empty() { Ok(out) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
 }
 
 /// Reads SOA wire rdata.
@@ -269,19 +318,32 @@ pub fn soa_from_rdata(rdata: &Rdata) -> Option<Soa> {
 /// Writes a zone as an RFC 1035 zone file: owners relative to the origin, rdata names absolute.
 pub fn export(zone: &ZoneConfig) -> String {
     let mut out = String::new();
-    out.push_str(&format!("$ORIGIN {}\n$TTL {}\n", zone.name, zone.default_ttl));
+    out.push_str(&format!(
+        "$ORIGIN {}\n$TTL {}\n",
+        zone.name, zone.default_ttl
+    ));
     let soa = &zone.soa;
     out.push_str(&format!(
         "@\t{}\tIN\tSOA\t{} {} {} {} {} {} {}\n",
-        zone.default_ttl, soa.mname, soa.rname, soa.serial, soa.refresh, soa.retry, soa.expire, soa.minimum
+        zone.default_ttl,
+        soa.mname,
+        soa.rname,
+        soa.serial,
+        soa.refresh,
+        soa.retry,
+        soa.expire,
+        soa.minimum
     ));
     let mut records: Vec<&RecordConfig> = zone.records.iter().collect();
     // Apex first, then by name and type, as a reader expects.
     records.sort_by(|a, b| {
         let apex_a = !a.name.eq_ignore_case(&zone.name);
         let apex_b = !b.name.eq_ignore_case(&zone.name);
-        (apex_a, a.name.to_lowercase().to_string(), a.rtype.to_int())
-            .cmp(&(apex_b, b.name.to_lowercase().to_string(), b.rtype.to_int()))
+        (apex_a, a.name.to_lowercase().to_string(), a.rtype.to_int()).cmp(&(
+            apex_b,
+            b.name.to_lowercase().to_string(),
+            b.rtype.to_int(),
+        ))
     });
     for record in records {
         out.push_str(&format!(
@@ -330,7 +392,15 @@ deep IN CNAME www.example.com.
             .records
             .iter()
             .zip(&parsed.lines)
-            .map(|(r, l)| format!("{l} {} {} {} {}", r.name, r.ttl, r.rtype, r.rdata.to_text(r.rtype)))
+            .map(|(r, l)| {
+                format!(
+                    "{l} {} {} {} {}",
+                    r.name,
+                    r.ttl,
+                    r.rtype,
+                    r.rdata.to_text(r.rtype)
+                )
+            })
             .collect();
         expect![[r#"
             [
@@ -375,7 +445,14 @@ deep IN CNAME www.example.com.
         };
         let text = export(&zone);
         let again = parse(&text, &origin(), 3600).unwrap();
-        let key = |r: &RecordConfig| (r.name.to_lowercase(), r.rtype.to_int(), r.ttl, r.rdata.clone());
+        let key = |r: &RecordConfig| {
+            (
+                r.name.to_lowercase(),
+                r.rtype.to_int(),
+                r.ttl,
+                r.rdata.clone(),
+            )
+        };
         let mut a: Vec<_> = parsed.records.iter().map(key).collect();
         let mut b: Vec<_> = again.records.iter().map(key).collect();
         a.sort();

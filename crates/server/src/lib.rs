@@ -1,1 +1,149 @@
-//! server
+//! `dnz serve`: the DNS listeners, the HTTP API, and the control plane that keeps the answer
+//! snapshot in step with the store.
+//!
+//! Data plane: UDP workers (threads) and TCP tasks read `Arc<ArcSwap<Snapshot>>`.
+//! Control plane: API → [`manage::Manager`] → store → compile → swap.
+
+pub mod auth;
+pub mod config;
+pub mod demo;
+pub mod dns;
+pub mod http;
+pub mod manage;
+pub mod metrics;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
+use arc_swap::ArcSwap;
+use model::Snapshot;
+
+pub use config::{ServeArgs, ServeConfig};
+
+/// Where a running server listens (ports resolved when 0 was asked for).
+#[derive(Clone, Debug)]
+pub struct Bound {
+    pub dns: Vec<SocketAddr>,
+    pub http: SocketAddr,
+}
+
+/// Runs the server until SIGTERM or SIGINT; `on_bound` hears the bound addresses first.
+pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+    let store = store::Store::open_url(&config.database)
+        .await
+        .with_context(|| format!("opening {}", config.database))?;
+    auth::bootstrap(&store, &config.data_dir).await?;
+    let metrics = Arc::new(metrics::Metrics::new());
+    let snapshot = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
+    let manager =
+        Arc::new(manage::Manager::load(store.clone(), snapshot.clone(), metrics.clone()).await?);
+    if config.demo {
+        demo::load(&manager).await?;
+    }
+    if config.version_bind.is_some() || config.server_id.is_some() {
+        let chaos = model::snapshot::Chaos::new(
+            config.version_bind.as_deref(),
+            config.server_id.as_deref(),
+        );
+        manager.set_chaos(chaos);
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let shared = Arc::new(dns::DnsShared {
+        snapshot: snapshot.clone(),
+        metrics: metrics.clone(),
+        stop: stop.clone(),
+    });
+    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+
+    let mut bound = Bound {
+        dns: Vec::new(),
+        http: config.http,
+    };
+    let mut workers = Vec::new();
+    let mut tcp_tasks = Vec::new();
+    for addr in &config.dns {
+        let (udp_addr, sockets) = dns::bind_udp(*addr, config.workers)
+            .with_context(|| format!("binding DNS UDP {addr}"))?;
+        let tcp = tokio::net::TcpListener::bind(udp_addr)
+            .await
+            .with_context(|| format!("binding DNS TCP {udp_addr}"))?;
+        bound.dns.push(udp_addr);
+        for (idx, socket) in sockets.into_iter().enumerate() {
+            let shared = shared.clone();
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("dns-udp-{idx}"))
+                    .spawn(move || dns::udp_worker(socket, shared))
+                    .context("starting a DNS worker")?,
+            );
+        }
+        tcp_tasks.push(tokio::spawn(dns::tcp_listener(
+            tcp,
+            shared.clone(),
+            config.tcp_idle_timeout,
+            config.tcp_max_connections,
+            shutdown_rx.clone(),
+        )));
+    }
+
+    let state = http::AppState {
+        manager: manager.clone(),
+        metrics: metrics.clone(),
+        limiter: Arc::new(auth::LoginLimiter::new()),
+    };
+    let listener = tokio::net::TcpListener::bind(config.http)
+        .await
+        .with_context(|| format!("binding HTTP {}", config.http))?;
+    bound.http = listener.local_addr()?;
+    tracing::info!(dns = ?bound.dns, http = %bound.http, workers = config.workers, "dnz serving");
+    on_bound(&bound);
+
+    let mut http_shutdown = shutdown_rx.clone();
+    let http_server = axum::serve(
+        listener,
+        http::router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        let _ = http_shutdown.changed().await;
+    });
+    let http_task = tokio::spawn(async move { http_server.await });
+
+    wait_for_signal().await;
+    tracing::info!("shutting down: finishing in-flight queries and writes");
+    let _ = shutdown_tx.send(true);
+    stop.store(true, Ordering::Relaxed);
+    for task in tcp_tasks {
+        let _ = task.await;
+    }
+    match http_task.await {
+        Ok(Err(e)) => tracing::warn!(error = %e, "HTTP server ended with an error"),
+        Err(e) => tracing::warn!(error = %e, "HTTP task failed"),
+        Ok(Ok(())) => {}
+    }
+    for worker in workers {
+        let _ = worker.join();
+    }
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

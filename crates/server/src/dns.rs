@@ -1,0 +1,185 @@
+//! DNS listeners: one UDP socket per worker thread on each address (SO_REUSEPORT, so the
+//! kernel spreads packets across cores), and a TCP listener per address on the async runtime.
+//!
+//! Workers load the current snapshot once per packet from an `ArcSwap`; they never wait for
+//! management.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use answer::{Outcome, Transport};
+use arc_swap::ArcSwap;
+use model::Snapshot;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+use crate::metrics::Metrics;
+
+/// What every listener shares.
+pub struct DnsShared {
+    pub snapshot: Arc<ArcSwap<Snapshot>>,
+    pub metrics: Arc<Metrics>,
+    pub stop: Arc<AtomicBool>,
+}
+
+fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_port(true)?;
+    // A short timeout lets a worker notice shutdown between packets.
+    socket.set_read_timeout(Some(Duration::from_millis(200)))?;
+    let _ = socket.set_recv_buffer_size(4 << 20);
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
+/// Binds `workers` UDP sockets on `addr` (the first decides the port when it is 0) and returns
+/// the bound address and the sockets.
+pub fn bind_udp(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, Vec<UdpSocket>)> {
+    let first = udp_socket(addr)?;
+    let bound = first.local_addr()?;
+    let mut sockets = vec![first];
+    for _ in 1..workers {
+        sockets.push(udp_socket(bound)?);
+    }
+    Ok((bound, sockets))
+}
+
+/// Runs one UDP worker until `stop` is set.
+pub fn udp_worker(socket: UdpSocket, shared: Arc<DnsShared>) {
+    let mut packet = [0u8; 4096];
+    let mut response = Vec::with_capacity(65535);
+    while !shared.stop.load(Ordering::Relaxed) {
+        let (len, peer) = match socket.recv_from(&mut packet) {
+            Ok(got) => got,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "UDP receive failed");
+                continue;
+            }
+        };
+        shared.metrics.udp_queries.inc();
+        let snapshot = shared.snapshot.load();
+        let outcome = answer::respond(&snapshot, &packet[..len], Transport::Udp, &mut response);
+        drop(snapshot);
+        shared.metrics.count(outcome);
+        if let Outcome::Respond { .. } = outcome
+            && let Err(e) = socket.send_to(&response, peer)
+        {
+            tracing::debug!(error = %e, %peer, "UDP send failed");
+        }
+    }
+}
+
+/// Accepts DNS TCP connections until `shutdown` fires.
+pub async fn tcp_listener(
+    listener: TcpListener,
+    shared: Arc<DnsShared>,
+    idle: Duration,
+    max_connections: usize,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(max_connections));
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "TCP accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    shared.metrics.tcp_refused.inc();
+                    drop(stream);
+                    continue;
+                };
+                let shared = shared.clone();
+                let shutdown = shutdown.clone();
+                tasks.spawn(async move {
+                    shared.metrics.tcp_open.inc();
+                    if let Err(e) = tcp_connection(stream, &shared, idle, shutdown).await {
+                        tracing::debug!(error = %e, %peer, "TCP connection ended");
+                    }
+                    shared.metrics.tcp_open.dec();
+                    drop(permit);
+                });
+            }
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    // Let connections finish the query in hand.
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+}
+
+/// Serves length-prefixed queries (RFC 1035 §4.2.2, RFC 7766) one after another until the
+/// client closes, goes idle, or the server stops.
+async fn tcp_connection(
+    mut stream: TcpStream,
+    shared: &DnsShared,
+    idle: Duration,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) -> io::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let mut packet = vec![0u8; 65535];
+    let mut response = Vec::with_capacity(65535);
+    loop {
+        let mut len_bytes = [0u8; 2];
+        tokio::select! {
+            _ = shutdown.changed() => return Ok(()),
+            read = tokio::time::timeout(idle, stream.read_exact(&mut len_bytes)) => {
+                match read {
+                    Err(_) => return Ok(()),
+                    Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+                    Ok(other) => { other?; }
+                }
+            }
+        }
+        let len = u16::from_be_bytes(len_bytes) as usize;
+        match tokio::time::timeout(idle, stream.read_exact(&mut packet[..len])).await {
+            Err(_) => return Ok(()),
+            Ok(read) => {
+                read?;
+            }
+        }
+        shared.metrics.tcp_queries.inc();
+        let outcome = {
+            let snapshot = shared.snapshot.load();
+            answer::respond(&snapshot, &packet[..len], Transport::Tcp, &mut response)
+        };
+        shared.metrics.count(outcome);
+        match outcome {
+            Outcome::Respond { .. } => {
+                let mut framed = Vec::with_capacity(response.len() + 2);
+                framed.extend_from_slice(&(response.len() as u16).to_be_bytes());
+                framed.extend_from_slice(&response);
+                stream.write_all(&framed).await?;
+            }
+            // A packet we cannot answer leaves the stream in an unknown state: close it.
+            Outcome::Drop => return Ok(()),
+        }
+    }
+}

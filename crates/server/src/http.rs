@@ -1,0 +1,572 @@
+//! The HTTP API under `/api/v1`, `/healthz`, `/metrics` and the OpenAPI document.
+//!
+//! Every route is authorised by [`Principal`]; typed errors become statuses and
+//! `{error, field?, errors?}` bodies in one place, [`ApiError::into_response`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use api::{ErrorBody, FieldProblem, Role};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use store::Store;
+
+use crate::auth::{self, LoginLimiter, Principal};
+use crate::manage::{ManageError, Manager};
+use crate::metrics::Metrics;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub manager: Arc<Manager>,
+    pub metrics: Arc<Metrics>,
+    pub limiter: Arc<LoginLimiter>,
+}
+
+impl AppState {
+    fn store(&self) -> &Store {
+        self.manager.store()
+    }
+}
+
+/// Every way an API call can fail.
+#[derive(Debug)]
+pub enum ApiError {
+    Unauthorized(String),
+    Forbidden(String),
+    BadRequest {
+        message: String,
+        field: Option<String>,
+    },
+    NotFound(String),
+    Conflict {
+        message: String,
+        field: Option<String>,
+    },
+    Invalid(Vec<model::FieldError>),
+    TooManyRequests(u64),
+    Internal(String),
+}
+
+impl From<ManageError> for ApiError {
+    fn from(e: ManageError) -> ApiError {
+        match e {
+            ManageError::NotFound(message) => ApiError::NotFound(message),
+            ManageError::Invalid(errors) => ApiError::Invalid(errors),
+            ManageError::Conflict { message, field } => ApiError::Conflict { message, field },
+            ManageError::Store(e) => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<store::StoreError> for ApiError {
+    fn from(e: store::StoreError) -> ApiError {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> ApiError {
+        ApiError::Internal(format!("{e:#}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let plain = |status: StatusCode, error: String, field: Option<String>| {
+            (
+                status,
+                Json(ErrorBody {
+                    error,
+                    field,
+                    errors: Vec::new(),
+                }),
+            )
+                .into_response()
+        };
+        match self {
+            ApiError::Unauthorized(message) => plain(StatusCode::UNAUTHORIZED, message, None),
+            ApiError::Forbidden(message) => plain(StatusCode::FORBIDDEN, message, None),
+            ApiError::BadRequest { message, field } => {
+                plain(StatusCode::BAD_REQUEST, message, field)
+            }
+            ApiError::NotFound(message) => plain(StatusCode::NOT_FOUND, message, None),
+            ApiError::Conflict { message, field } => plain(StatusCode::CONFLICT, message, field),
+            ApiError::TooManyRequests(wait) => {
+                let mut response = plain(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("too many failed logins; try again in {wait} s"),
+                    None,
+                );
+                if let Ok(value) = HeaderValue::from_str(&wait.to_string()) {
+                    response.headers_mut().insert(header::RETRY_AFTER, value);
+                }
+                response
+            }
+            ApiError::Invalid(errors) => {
+                let first = errors
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| model::FieldError::new("", "invalid"));
+                let body = ErrorBody {
+                    error: first.message.clone(),
+                    field: Some(first.field.clone()).filter(|f| !f.is_empty()),
+                    errors: errors
+                        .into_iter()
+                        .map(|e| FieldProblem {
+                            field: e.field,
+                            message: e.message,
+                        })
+                        .collect(),
+                };
+                (StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response()
+            }
+            ApiError::Internal(message) => {
+                tracing::error!(error = %message, "API call failed");
+                plain(StatusCode::INTERNAL_SERVER_ERROR, message, None)
+            }
+        }
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// A JSON body whose parse errors are ours: 400 with the serde message.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(JsonBody(value)),
+            Err(rejection) => {
+                let message = match &rejection {
+                    JsonRejection::JsonDataError(e) => format!("bad JSON body: {}", e.body_text()),
+                    other => format!("bad JSON body: {}", other.body_text()),
+                };
+                // serde names the field in its message; pull it out for `field`.
+                let field = message.split('`').nth(1).map(str::to_string);
+                Err(ApiError::BadRequest { message, field })
+            }
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let Some(token) = header
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim)
+        else {
+            return Err(ApiError::Unauthorized(
+                "authentication required: send Authorization: Bearer <token>".into(),
+            ));
+        };
+        let found = state.store().find_token(&auth::hash_token(token)).await?;
+        let Some(found) = found else {
+            return Err(ApiError::Unauthorized("invalid or revoked token".into()));
+        };
+        let role = Role::parse(&found.role)
+            .ok_or_else(|| ApiError::Internal(format!("user has unknown role {}", found.role)))?;
+        Ok(Principal {
+            user: found.user,
+            role,
+        })
+    }
+}
+
+impl Principal {
+    fn require(&self, role: Role) -> ApiResult<()> {
+        if self.role >= role {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!(
+                "{} is {}, this needs {}",
+                self.user,
+                self.role.as_str(),
+                role.as_str()
+            )))
+        }
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/metrics", get(metrics))
+        .route("/api/v1/openapi.json", get(openapi))
+        .route("/api/v1/session", post(login))
+        .route("/api/v1/zones", get(list_zones).post(create_zone))
+        .route("/api/v1/zones/{zone}", get(show_zone).delete(delete_zone))
+        .route(
+            "/api/v1/zones/{zone}/records",
+            get(list_records).post(add_record).delete(delete_matching),
+        )
+        .route(
+            "/api/v1/zones/{zone}/records/{id}",
+            axum::routing::put(update_record).delete(delete_record),
+        )
+        .route("/api/v1/zones/{zone}/import", post(import_zone))
+        .route("/api/v1/zones/{zone}/export", get(export_zone))
+        .route("/api/v1/users", get(list_users).post(create_user))
+        .route("/api/v1/users/{name}", delete(delete_user))
+        .route("/api/v1/tokens", get(list_tokens).post(create_token))
+        .route("/api/v1/tokens/{id}", delete(delete_token))
+        .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(64 << 20))
+        .with_state(state)
+}
+
+/// The OpenAPI document, kept beside the router; a test checks it lists every route.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+async fn openapi() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
+}
+
+async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+}
+
+async fn login(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    JsonBody(body): JsonBody<api::Login>,
+) -> ApiResult<Json<api::Session>> {
+    if let Some(wait) = state.limiter.blocked(peer.ip()) {
+        return Err(ApiError::TooManyRequests(wait));
+    }
+    let user = state.store().find_user(&body.name).await?;
+    let verified = match &user {
+        Some(user) => {
+            auth::verify_password(body.password.clone(), user.password_hash.clone()).await
+        }
+        None => false,
+    };
+    let Some(user) = user.filter(|_| verified) else {
+        state.limiter.failed(peer.ip());
+        return Err(ApiError::Unauthorized("wrong user name or password".into()));
+    };
+    state.limiter.succeeded(peer.ip());
+    let token = auth::new_token();
+    state
+        .store()
+        .create_token(
+            user.id,
+            "login",
+            &auth::hash_token(&token),
+            crate::manage::now_secs(),
+        )
+        .await?;
+    let role = Role::parse(&user.role).unwrap_or(Role::Viewer);
+    Ok(Json(api::Session {
+        user: user.name,
+        role,
+        token,
+    }))
+}
+
+async fn list_zones(
+    State(state): State<AppState>,
+    who: Principal,
+) -> ApiResult<Json<Vec<api::Zone>>> {
+    who.require(Role::Viewer)?;
+    Ok(Json(state.manager.list_zones().await))
+}
+
+async fn create_zone(
+    State(state): State<AppState>,
+    who: Principal,
+    JsonBody(body): JsonBody<api::ZoneCreate>,
+) -> ApiResult<(StatusCode, Json<api::Zone>)> {
+    who.require(Role::Editor)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(state.manager.create_zone(&body).await?),
+    ))
+}
+
+async fn show_zone(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(zone): Path<String>,
+) -> ApiResult<Json<api::Zone>> {
+    who.require(Role::Viewer)?;
+    Ok(Json(state.manager.zone(&zone).await?))
+}
+
+async fn delete_zone(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(zone): Path<String>,
+) -> ApiResult<StatusCode> {
+    who.require(Role::Editor)?;
+    state.manager.delete_zone(&zone).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_records(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(zone): Path<String>,
+) -> ApiResult<Json<Vec<api::Record>>> {
+    who.require(Role::Viewer)?;
+    Ok(Json(state.manager.records(&zone).await?))
+}
+
+async fn add_record(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(zone): Path<String>,
+    JsonBody(body): JsonBody<api::RecordSpec>,
+) -> ApiResult<(StatusCode, Json<api::Record>)> {
+    who.require(Role::Editor)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(state.manager.add_record(&zone, &body).await?),
+    ))
+}
+
+async fn update_record(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((zone, id)): Path<(String, i64)>,
+    JsonBody(body): JsonBody<api::RecordSpec>,
+) -> ApiResult<Json<api::Record>> {
+    who.require(Role::Editor)?;
+    Ok(Json(state.manager.update_record(&zone, id, &body).await?))
+}
+
+async fn delete_record(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((zone, id)): Path<(String, i64)>,
+) -> ApiResult<StatusCode> {
+    who.require(Role::Editor)?;
+    state.manager.delete_record(&zone, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+struct MatchQuery {
+    name: String,
+    #[serde(rename = "type")]
+    rtype: String,
+    value: Option<String>,
+}
+
+async fn delete_matching(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(zone): Path<String>,
+    query: Result<Query<MatchQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Vec<api::Record>>> {
+    who.require(Role::Editor)?;
+    let Query(query) = query.map_err(|e| ApiError::BadRequest {
+        message: e.body_text(),
+        field: None,
+    })?;
+    Ok(Json(
+        state
+            .manager
+            .delete_matching(&zone, &query.name, &query.rtype, query.value.as_deref())
+            .await?,
+    ))
+}
+
+async fn import_zone(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(zone): Path<String>,
+    body: String,
+) -> ApiResult<Json<api::ImportResult>> {
+    who.require(Role::Editor)?;
+    Ok(Json(state.manager.import(&zone, &body).await?))
+}
+
+async fn export_zone(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(zone): Path<String>,
+) -> ApiResult<Response> {
+    who.require(Role::Viewer)?;
+    let text = state.manager.export(&zone).await?;
+    Ok(([(header::CONTENT_TYPE, "text/dns; charset=utf-8")], text).into_response())
+}
+
+async fn list_users(
+    State(state): State<AppState>,
+    who: Principal,
+) -> ApiResult<Json<Vec<api::User>>> {
+    who.require(Role::Superadmin)?;
+    let users = state.store().list_users().await?;
+    Ok(Json(
+        users
+            .into_iter()
+            .map(|u| api::User {
+                role: Role::parse(&u.role).unwrap_or(Role::Viewer),
+                name: u.name,
+            })
+            .collect(),
+    ))
+}
+
+async fn create_user(
+    State(state): State<AppState>,
+    who: Principal,
+    JsonBody(body): JsonBody<api::UserCreate>,
+) -> ApiResult<(StatusCode, Json<api::User>)> {
+    who.require(Role::Superadmin)?;
+    let name = body.name.trim();
+    if name.is_empty()
+        || name.len() > 64
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-@".contains(c))
+    {
+        return Err(ApiError::Invalid(vec![model::FieldError::new(
+            "name",
+            "a user name is 1 to 64 letters, digits or . _ - @",
+        )]));
+    }
+    if body.password.len() < 8 {
+        return Err(ApiError::Invalid(vec![model::FieldError::new(
+            "password",
+            "a password has at least 8 characters",
+        )]));
+    }
+    if state.store().find_user(name).await?.is_some() {
+        return Err(ApiError::Conflict {
+            message: format!("user {name} already exists"),
+            field: Some("name".into()),
+        });
+    }
+    let hash = auth::hash_password(body.password).await?;
+    state
+        .store()
+        .create_user(name, &hash, body.role.as_str(), crate::manage::now_secs())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(api::User {
+            name: name.to_string(),
+            role: body.role,
+        }),
+    ))
+}
+
+async fn delete_user(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    who.require(Role::Superadmin)?;
+    if name == who.user {
+        return Err(ApiError::Conflict {
+            message: "you cannot delete yourself".into(),
+            field: Some("name".into()),
+        });
+    }
+    if !state.store().delete_user(&name).await? {
+        return Err(ApiError::NotFound(format!("no user {name}")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn to_api_token(token: store::StoredToken) -> api::Token {
+    api::Token {
+        id: token.id,
+        name: token.name,
+        user: token.user,
+        created: token.created,
+        token: None,
+    }
+}
+
+async fn list_tokens(
+    State(state): State<AppState>,
+    who: Principal,
+) -> ApiResult<Json<Vec<api::Token>>> {
+    let only = (who.role < Role::Superadmin).then_some(who.user.as_str());
+    Ok(Json(
+        state
+            .store()
+            .list_tokens(only)
+            .await?
+            .into_iter()
+            .map(to_api_token)
+            .collect(),
+    ))
+}
+
+async fn create_token(
+    State(state): State<AppState>,
+    who: Principal,
+    JsonBody(body): JsonBody<api::TokenCreate>,
+) -> ApiResult<(StatusCode, Json<api::Token>)> {
+    let user_name = body.user.clone().unwrap_or_else(|| who.user.clone());
+    if user_name != who.user {
+        who.require(Role::Superadmin)?;
+    }
+    if body.name.trim().is_empty() {
+        return Err(ApiError::Invalid(vec![model::FieldError::new(
+            "name",
+            "a token needs a name",
+        )]));
+    }
+    let user = state.store().find_user(&user_name).await?.ok_or_else(|| {
+        ApiError::Invalid(vec![model::FieldError::new(
+            "user",
+            format!("no user {user_name}"),
+        )])
+    })?;
+    let secret = auth::new_token();
+    let now = crate::manage::now_secs();
+    let id = state
+        .store()
+        .create_token(user.id, body.name.trim(), &auth::hash_token(&secret), now)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(api::Token {
+            id,
+            name: body.name.trim().to_string(),
+            user: user.name,
+            created: now,
+            token: Some(secret),
+        }),
+    ))
+}
+
+async fn delete_token(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<i64>,
+) -> ApiResult<StatusCode> {
+    let only = (who.role < Role::Superadmin).then_some(who.user.as_str());
+    if !state.store().delete_token(id, only).await? {
+        return Err(ApiError::NotFound(format!("no token {id}")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,535 @@
+//! The control plane for zones and records: validate a change against the whole zone, store
+//! it in one transaction, then rebuild that zone's snapshot and swap it in.
+//!
+//! Writes are serialised by one async mutex that holds the desired state; the query path
+//! never takes it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use model::rdata::{parse_rtype, rtype_allowed};
+use model::zone::{next_serial, parse_zone_name};
+use model::{Dname, FieldError, Rdata, RecordConfig, Snapshot, Soa, ZoneConfig, ZoneSnapshot};
+use store::{Store, StoreError};
+use tokio::sync::Mutex;
+
+use crate::metrics::Metrics;
+
+/// Why a management call failed; mapped to HTTP in `http::ApiError`.
+#[derive(Debug, thiserror::Error)]
+pub enum ManageError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{}", .0.first().map(|e| e.to_string()).unwrap_or_default())]
+    Invalid(Vec<FieldError>),
+    #[error("{message}")]
+    Conflict {
+        message: String,
+        field: Option<String>,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+type Result<T> = std::result::Result<T, ManageError>;
+
+/// Today as `YYYYMMDD` in UTC, for dated serials.
+pub fn today_yyyymmdd() -> u32 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    (y as u32) * 10_000 + m * 100 + d
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+pub struct Manager {
+    store: Store,
+    snapshot: Arc<ArcSwap<Snapshot>>,
+    zones: Mutex<BTreeMap<Dname, ZoneConfig>>,
+    metrics: Arc<Metrics>,
+}
+
+fn to_api_zone(zone: &ZoneConfig) -> api::Zone {
+    api::Zone {
+        name: zone.name.to_string(),
+        serial: zone.soa.serial,
+        default_ttl: zone.default_ttl,
+        soa: api::Soa {
+            mname: zone.soa.mname.to_string(),
+            rname: zone.soa.rname.to_string(),
+            serial: zone.soa.serial,
+            refresh: zone.soa.refresh,
+            retry: zone.soa.retry,
+            expire: zone.soa.expire,
+            minimum: zone.soa.minimum,
+        },
+        record_count: zone.records.len(),
+    }
+}
+
+fn to_api_record(zone: &ZoneConfig, record: &RecordConfig) -> api::Record {
+    api::Record {
+        id: record.id,
+        name: record.name.to_relative_string(&zone.name),
+        fqdn: record.name.to_string(),
+        rtype: record.rtype.to_string(),
+        ttl: record.ttl,
+        value: record.rdata.to_text(record.rtype),
+    }
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> ManageError {
+    ManageError::Invalid(vec![FieldError::new(field, message)])
+}
+
+/// Parses an API record against its zone; every bad field is reported.
+fn record_from_spec(zone: &ZoneConfig, spec: &api::RecordSpec) -> Result<RecordConfig> {
+    let mut errors = Vec::new();
+    let name = Dname::parse(&spec.name, &zone.name)
+        .map_err(|e| errors.push(FieldError::new("name", e.to_string())));
+    let rtype =
+        parse_rtype(&spec.rtype).map_err(|e| errors.push(FieldError::new("type", e.to_string())));
+    let mut rdata = Err(());
+    if let Ok(rtype) = rtype {
+        if !rtype_allowed(rtype) {
+            errors.push(FieldError::new(
+                "type",
+                format!("type {rtype} cannot be stored as a record"),
+            ));
+        } else {
+            rdata = Rdata::parse(rtype, &spec.value, &zone.name)
+                .map_err(|e| errors.push(FieldError::new("value", e.to_string())));
+        }
+    }
+    match (name, rtype, rdata) {
+        (Ok(name), Ok(rtype), Ok(rdata)) if errors.is_empty() => Ok(RecordConfig {
+            id: 0,
+            name,
+            rtype,
+            ttl: spec.ttl.unwrap_or(zone.default_ttl),
+            rdata,
+        }),
+        _ => Err(ManageError::Invalid(errors)),
+    }
+}
+
+/// Runs whole-zone validation; problems are reported by field name.
+fn validate(zone: &ZoneConfig) -> Result<()> {
+    let errors = zone.validate(&|_| String::new());
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ManageError::Invalid(errors))
+    }
+}
+
+impl Manager {
+    /// Loads every zone from the store and publishes the first snapshot.
+    pub async fn load(
+        store: Store,
+        snapshot: Arc<ArcSwap<Snapshot>>,
+        metrics: Arc<Metrics>,
+    ) -> Result<Manager> {
+        let zones = store.load_zones().await?;
+        let mut next = Snapshot::empty();
+        let mut map = BTreeMap::new();
+        for zone in zones {
+            next = next.with_zone(Arc::new(ZoneSnapshot::compile(&zone)));
+            map.insert(zone.name.to_lowercase(), zone);
+        }
+        metrics.zones.set(map.len() as i64);
+        snapshot.store(Arc::new(next));
+        Ok(Manager {
+            store,
+            snapshot,
+            zones: Mutex::new(map),
+            metrics,
+        })
+    }
+
+    /// Sets the CH TXT answers about the server.
+    pub fn set_chaos(&self, chaos: model::snapshot::Chaos) {
+        let chaos = Arc::new(chaos);
+        self.snapshot
+            .rcu(|current| current.with_chaos(chaos.clone()));
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn publish(&self, zone: &ZoneConfig) {
+        let compiled = Arc::new(ZoneSnapshot::compile(zone));
+        self.snapshot
+            .rcu(|current| current.with_zone(compiled.clone()));
+        self.metrics.snapshot_swaps.inc();
+    }
+
+    fn zone_key(name: &str) -> Result<Dname> {
+        parse_zone_name(name)
+            .map_err(|e| ManageError::NotFound(format!("zone {name:?}: {}", e.message)))
+    }
+
+    pub async fn list_zones(&self) -> Vec<api::Zone> {
+        self.zones.lock().await.values().map(to_api_zone).collect()
+    }
+
+    pub async fn zone(&self, name: &str) -> Result<api::Zone> {
+        let key = Self::zone_key(name)?;
+        let zones = self.zones.lock().await;
+        zones
+            .get(&key)
+            .map(to_api_zone)
+            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))
+    }
+
+    pub async fn create_zone(&self, spec: &api::ZoneCreate) -> Result<api::Zone> {
+        let name = parse_zone_name(&spec.name).map_err(|e| ManageError::Invalid(vec![e]))?;
+        let mut zones = self.zones.lock().await;
+        if zones.contains_key(&name) {
+            return Err(ManageError::Conflict {
+                message: format!("zone {name} already exists"),
+                field: Some("name".into()),
+            });
+        }
+        let mut soa = Soa::default_for(&name, next_serial(0, today_yyyymmdd()));
+        let mut errors = Vec::new();
+        for (field, value, target) in [
+            ("soa.mname", &spec.soa.mname, &mut soa.mname),
+            ("soa.rname", &spec.soa.rname, &mut soa.rname),
+        ] {
+            if let Some(text) = value {
+                match Dname::parse(text, &name) {
+                    Ok(parsed) => *target = parsed,
+                    Err(e) => errors.push(FieldError::new(field, e.to_string())),
+                }
+            }
+        }
+        soa.refresh = spec.soa.refresh.unwrap_or(soa.refresh);
+        soa.retry = spec.soa.retry.unwrap_or(soa.retry);
+        soa.expire = spec.soa.expire.unwrap_or(soa.expire);
+        soa.minimum = spec.soa.minimum.unwrap_or(soa.minimum);
+        let default_ttl = spec.default_ttl.unwrap_or(3600);
+        let ns_names: Vec<String> = if spec.ns.is_empty() {
+            vec![soa.mname.to_string()]
+        } else {
+            spec.ns.clone()
+        };
+        let mut records = Vec::new();
+        for (idx, ns) in ns_names.iter().enumerate() {
+            match Rdata::parse(model::Rtype::NS, ns, &name) {
+                Ok(rdata) => records.push(RecordConfig {
+                    id: 0,
+                    name: name.clone(),
+                    rtype: model::Rtype::NS,
+                    ttl: default_ttl,
+                    rdata,
+                }),
+                Err(e) => errors.push(FieldError::new(format!("ns[{idx}]"), e.to_string())),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ManageError::Invalid(errors));
+        }
+        let zone = ZoneConfig {
+            id: 0,
+            name: name.clone(),
+            soa,
+            default_ttl,
+            records,
+        };
+        validate(&zone)?;
+        let stored = self.store.create_zone(&zone, now_secs()).await?;
+        self.publish(&stored);
+        let api_zone = to_api_zone(&stored);
+        zones.insert(name, stored);
+        self.metrics.zones.set(zones.len() as i64);
+        tracing::info!(zone = %api_zone.name, "zone created");
+        Ok(api_zone)
+    }
+
+    pub async fn delete_zone(&self, name: &str) -> Result<()> {
+        let key = Self::zone_key(name)?;
+        let mut zones = self.zones.lock().await;
+        if !zones.contains_key(&key) {
+            return Err(ManageError::NotFound(format!("no zone {key}")));
+        }
+        self.store.delete_zone(&key).await?;
+        zones.remove(&key);
+        self.snapshot.rcu(|current| current.without_zone(&key));
+        self.metrics.snapshot_swaps.inc();
+        self.metrics.zones.set(zones.len() as i64);
+        tracing::info!(zone = %key, "zone deleted");
+        Ok(())
+    }
+
+    pub async fn records(&self, zone: &str) -> Result<Vec<api::Record>> {
+        let key = Self::zone_key(zone)?;
+        let zones = self.zones.lock().await;
+        let zone = zones
+            .get(&key)
+            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
+        Ok(zone
+            .records
+            .iter()
+            .map(|r| to_api_record(zone, r))
+            .collect())
+    }
+
+    /// Applies a change to one zone: `edit` turns the current zone into the wanted one (or
+    /// fails), which is validated, stored with a new serial and published.
+    async fn change<T>(
+        &self,
+        zone: &str,
+        edit: impl FnOnce(&mut ZoneConfig) -> Result<(Vec<i64>, Vec<RecordConfig>, T)>,
+    ) -> Result<(ZoneConfig, Vec<i64>, T)> {
+        let key = Self::zone_key(zone)?;
+        let mut zones = self.zones.lock().await;
+        let current = zones
+            .get(&key)
+            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
+        let mut next = current.clone();
+        let (deleted, added, extra) = edit(&mut next)?;
+        next.records.retain(|r| !deleted.contains(&r.id));
+        let first_new = next.records.len();
+        next.records.extend(added.iter().cloned());
+        validate(&next)?;
+        next.soa.serial = next_serial(current.soa.serial, today_yyyymmdd());
+        let ids = self
+            .store
+            .change_zone(
+                next.id,
+                &next.soa,
+                next.default_ttl,
+                &deleted,
+                &added,
+                false,
+            )
+            .await?;
+        for (record, id) in next.records[first_new..].iter_mut().zip(&ids) {
+            record.id = *id;
+        }
+        self.publish(&next);
+        zones.insert(key, next.clone());
+        Ok((next, ids, extra))
+    }
+
+    pub async fn add_record(&self, zone: &str, spec: &api::RecordSpec) -> Result<api::Record> {
+        let (zone, ids, ()) = self
+            .change(zone, |zone| {
+                let record = record_from_spec(zone, spec)?;
+                Ok((Vec::new(), vec![record], ()))
+            })
+            .await?;
+        let record = zone
+            .records
+            .iter()
+            .find(|r| r.id == ids[0])
+            .map(|r| to_api_record(&zone, r));
+        record.ok_or_else(|| ManageError::NotFound("record vanished".into()))
+    }
+
+    pub async fn update_record(
+        &self,
+        zone: &str,
+        id: i64,
+        spec: &api::RecordSpec,
+    ) -> Result<api::Record> {
+        let (zone, ids, ()) = self
+            .change(zone, |zone| {
+                if !zone.records.iter().any(|r| r.id == id) {
+                    return Err(ManageError::NotFound(format!(
+                        "no record {id} in {}",
+                        zone.name
+                    )));
+                }
+                let record = record_from_spec(zone, spec)?;
+                Ok((vec![id], vec![record], ()))
+            })
+            .await?;
+        let record = zone
+            .records
+            .iter()
+            .find(|r| r.id == ids[0])
+            .map(|r| to_api_record(&zone, r));
+        record.ok_or_else(|| ManageError::NotFound("record vanished".into()))
+    }
+
+    pub async fn delete_record(&self, zone: &str, id: i64) -> Result<()> {
+        self.change(zone, |zone| {
+            if !zone.records.iter().any(|r| r.id == id) {
+                return Err(ManageError::NotFound(format!(
+                    "no record {id} in {}",
+                    zone.name
+                )));
+            }
+            Ok((vec![id], Vec::new(), ()))
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes the records that match a name, a type and (when given) a value.
+    pub async fn delete_matching(
+        &self,
+        zone: &str,
+        name: &str,
+        rtype: &str,
+        value: Option<&str>,
+    ) -> Result<Vec<api::Record>> {
+        let (_, _, deleted) = self
+            .change(zone, |zone| {
+                let name =
+                    Dname::parse(name, &zone.name).map_err(|e| invalid("name", e.to_string()))?;
+                let rtype = parse_rtype(rtype).map_err(|e| invalid("type", e.to_string()))?;
+                let rdata = match value {
+                    Some(text) if !text.is_empty() => Some(
+                        Rdata::parse(rtype, text, &zone.name)
+                            .map_err(|e| invalid("value", e.to_string()))?,
+                    ),
+                    _ => None,
+                };
+                let matching: Vec<api::Record> = zone
+                    .records
+                    .iter()
+                    .filter(|r| r.name.eq_ignore_case(&name) && r.rtype == rtype)
+                    .filter(|r| rdata.as_ref().is_none_or(|d| *d == r.rdata))
+                    .map(|r| to_api_record(zone, r))
+                    .collect();
+                if matching.is_empty() {
+                    return Err(ManageError::NotFound(format!(
+                        "no {rtype} record at {name} matches"
+                    )));
+                }
+                Ok((
+                    matching.iter().map(|r| r.id).collect(),
+                    Vec::new(),
+                    matching,
+                ))
+            })
+            .await?;
+        Ok(deleted)
+    }
+
+    /// Replaces a zone's contents with a zone file (creating the zone when it is new). Any bad
+    /// line rejects the whole file.
+    pub async fn import(&self, zone: &str, text: &str) -> Result<api::ImportResult> {
+        let key = parse_zone_name(zone).map_err(|e| ManageError::Invalid(vec![e]))?;
+        let mut zones = self.zones.lock().await;
+        let current = zones.get(&key).cloned();
+        let default_ttl = current.as_ref().map_or(3600, |z| z.default_ttl);
+        let parsed =
+            model::zonefile::parse(text, &key, default_ttl).map_err(ManageError::Invalid)?;
+        let old_serial = current.as_ref().map_or(0, |z| z.soa.serial);
+        let (soa, soa_ttl) = match parsed.soa {
+            Some((soa, ttl)) => (soa, ttl),
+            None => match &current {
+                Some(zone) => (zone.soa.clone(), zone.default_ttl),
+                None => (Soa::default_for(&key, 0), default_ttl),
+            },
+        };
+        let mut next = ZoneConfig {
+            id: current.as_ref().map_or(0, |z| z.id),
+            name: key.clone(),
+            soa,
+            default_ttl: soa_ttl,
+            records: parsed.records,
+        };
+        let lines = parsed.lines;
+        let errors = next.validate(&|idx| {
+            lines
+                .get(idx)
+                .map(|l| format!("line {l}: "))
+                .unwrap_or_default()
+        });
+        if !errors.is_empty() {
+            return Err(ManageError::Invalid(errors));
+        }
+        // The serial never goes down, whatever the file says (RFC 1982 order).
+        let file_serial = next.soa.serial;
+        next.soa.serial = if serial_gt(file_serial, old_serial) {
+            file_serial
+        } else {
+            next_serial(old_serial, today_yyyymmdd())
+        };
+        let stored = match &current {
+            None => self.store.create_zone(&next, now_secs()).await?,
+            Some(_) => {
+                let ids = self
+                    .store
+                    .change_zone(
+                        next.id,
+                        &next.soa,
+                        next.default_ttl,
+                        &[],
+                        &next.records,
+                        true,
+                    )
+                    .await?;
+                for (record, id) in next.records.iter_mut().zip(ids) {
+                    record.id = id;
+                }
+                next
+            }
+        };
+        self.publish(&stored);
+        let result = api::ImportResult {
+            zone: stored.name.to_string(),
+            records: stored.records.len(),
+            serial: stored.soa.serial,
+        };
+        zones.insert(key, stored);
+        self.metrics.zones.set(zones.len() as i64);
+        tracing::info!(zone = %result.zone, records = result.records, serial = result.serial, "zone imported");
+        Ok(result)
+    }
+
+    pub async fn export(&self, zone: &str) -> Result<String> {
+        let key = Self::zone_key(zone)?;
+        let zones = self.zones.lock().await;
+        let zone = zones
+            .get(&key)
+            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
+        Ok(model::zonefile::export(zone))
+    }
+}
+
+/// RFC 1982 serial number comparison: `a` is newer than `b`.
+fn serial_gt(a: u32, b: u32) -> bool {
+    a != b && a.wrapping_sub(b) < 0x8000_0000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_786), (2026, 11, 29));
+        assert!(serial_gt(5, 4) && !serial_gt(4, 5) && serial_gt(1, u32::MAX));
+    }
+}

@@ -1,0 +1,192 @@
+//! Prometheus metrics. Per-query counters are created once at start and indexed by array, so
+//! counting a query is one atomic add with no lookup or lock.
+
+use answer::Reason;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RcodeLabels {
+    rcode: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransportLabels {
+    transport: &'static str,
+}
+
+const RCODES: [(u16, &str); 8] = [
+    (0, "NOERROR"),
+    (1, "FORMERR"),
+    (2, "SERVFAIL"),
+    (3, "NXDOMAIN"),
+    (4, "NOTIMP"),
+    (5, "REFUSED"),
+    (16, "BADVERS"),
+    (u16::MAX, "OTHER"),
+];
+
+const REASONS: [Reason; 11] = [
+    Reason::Answer,
+    Reason::Cname,
+    Reason::NoData,
+    Reason::NxDomain,
+    Reason::Referral,
+    Reason::NotOurs,
+    Reason::Refused,
+    Reason::AnyOverUdp,
+    Reason::Malformed,
+    Reason::NotImplemented,
+    Reason::BadVersion,
+];
+
+pub struct Metrics {
+    pub registry: Registry,
+    by_rcode: Vec<Counter>,
+    by_reason: Vec<Counter>,
+    pub udp_queries: Counter,
+    pub tcp_queries: Counter,
+    pub dropped: Counter,
+    pub truncated: Counter,
+    pub tcp_refused: Counter,
+    pub tcp_open: Gauge,
+    pub snapshot_swaps: Counter,
+    pub zones: Gauge,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("dnz");
+        let rcode_family = Family::<RcodeLabels, Counter>::default();
+        let by_rcode = RCODES
+            .iter()
+            .map(|(_, name)| {
+                rcode_family
+                    .get_or_create(&RcodeLabels { rcode: name })
+                    .clone()
+            })
+            .collect();
+        registry.register(
+            "queries_by_rcode",
+            "DNS responses by response code",
+            rcode_family,
+        );
+        let reason_family = Family::<ReasonLabels, Counter>::default();
+        let by_reason = REASONS
+            .iter()
+            .map(|reason| {
+                reason_family
+                    .get_or_create(&ReasonLabels {
+                        reason: reason.as_str(),
+                    })
+                    .clone()
+            })
+            .collect();
+        registry.register(
+            "queries_by_reason",
+            "DNS responses by why they are what they are",
+            reason_family,
+        );
+        let transport_family = Family::<TransportLabels, Counter>::default();
+        let udp_queries = transport_family
+            .get_or_create(&TransportLabels { transport: "udp" })
+            .clone();
+        let tcp_queries = transport_family
+            .get_or_create(&TransportLabels { transport: "tcp" })
+            .clone();
+        registry.register("queries", "DNS queries received", transport_family);
+        let dropped = Counter::default();
+        registry.register(
+            "queries_dropped",
+            "Packets dropped unanswered (no readable header, or a response)",
+            dropped.clone(),
+        );
+        let truncated = Counter::default();
+        registry.register(
+            "responses_truncated",
+            "UDP responses sent with TC=1",
+            truncated.clone(),
+        );
+        let tcp_refused = Counter::default();
+        registry.register(
+            "tcp_connections_refused",
+            "TCP connections closed at once: the cap was reached",
+            tcp_refused.clone(),
+        );
+        let tcp_open = Gauge::default();
+        registry.register(
+            "tcp_connections_open",
+            "DNS TCP connections open now",
+            tcp_open.clone(),
+        );
+        let snapshot_swaps = Counter::default();
+        registry.register(
+            "snapshot_swaps",
+            "Answer snapshots swapped in after a change",
+            snapshot_swaps.clone(),
+        );
+        let zones = Gauge::default();
+        registry.register("zones", "Zones served", zones.clone());
+        Metrics {
+            registry,
+            by_rcode,
+            by_reason,
+            udp_queries,
+            tcp_queries,
+            dropped,
+            truncated,
+            tcp_refused,
+            tcp_open,
+            snapshot_swaps,
+            zones,
+        }
+    }
+
+    /// Counts one answered query.
+    pub fn count(&self, outcome: answer::Outcome) {
+        match outcome {
+            answer::Outcome::Drop => {
+                self.dropped.inc();
+            }
+            answer::Outcome::Respond {
+                rcode,
+                reason,
+                truncated,
+            } => {
+                let rcode_idx = RCODES
+                    .iter()
+                    .position(|(code, _)| *code == rcode)
+                    .unwrap_or(RCODES.len() - 1);
+                self.by_rcode[rcode_idx].inc();
+                if let Some(idx) = REASONS.iter().position(|r| *r == reason) {
+                    self.by_reason[idx].inc();
+                }
+                if truncated {
+                    self.truncated.inc();
+                }
+            }
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}

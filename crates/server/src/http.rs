@@ -150,12 +150,20 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for JsonBody
                     JsonRejection::JsonDataError(e) => format!("bad JSON body: {}", e.body_text()),
                     other => format!("bad JSON body: {}", other.body_text()),
                 };
-                // serde names the field in its message; pull it out for `field`.
-                let field = message.split('`').nth(1).map(str::to_string);
-                Err(ApiError::BadRequest { message, field })
+                Err(ApiError::BadRequest { field: json_error_field(&message), message })
             }
         }
     }
+}
+
+/// The field a serde error is about: `missing field `x`` or a `path: reason` prefix.
+fn json_error_field(message: &str) -> Option<String> {
+    if let Some(rest) = message.split("missing field `").nth(1) {
+        return rest.split('`').next().map(str::to_string);
+    }
+    let detail = message.split("target type: ").nth(1)?;
+    let (path, _) = detail.split_once(": ")?;
+    (!path.is_empty() && !path.contains(' ')).then(|| path.to_string())
 }
 
 impl FromRequestParts<AppState> for Principal {

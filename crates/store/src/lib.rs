@@ -75,7 +75,10 @@ impl Store {
     }
 
     async fn open_with(options: SqliteConnectOptions) -> Result<Store> {
-        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
         MIGRATOR.run(&pool).await?;
         Ok(Store { pool })
     }
@@ -88,7 +91,9 @@ impl Store {
 
     /// Every zone with its records.
     pub async fn load_zones(&self) -> Result<Vec<ZoneConfig>> {
-        let rows = sqlx::query("SELECT * FROM zones ORDER BY id").fetch_all(&self.pool).await?;
+        let rows = sqlx::query("SELECT * FROM zones ORDER BY id")
+            .fetch_all(&self.pool)
+            .await?;
         let mut zones = Vec::with_capacity(rows.len());
         for row in rows {
             let mut zone = zone_from_row(&row)?;
@@ -111,10 +116,12 @@ impl Store {
     }
 
     async fn load_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
-        let rows = sqlx::query("SELECT id, name, rtype, ttl, rdata FROM records WHERE zone_id = ? ORDER BY id")
-            .bind(zone_id)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query(
+            "SELECT id, name, rtype, ttl, rdata FROM records WHERE zone_id = ? ORDER BY id",
+        )
+        .bind(zone_id)
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter().map(record_from_row).collect()
     }
 
@@ -184,7 +191,10 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         if replace_all {
-            sqlx::query("DELETE FROM records WHERE zone_id = ?").bind(zone_id).execute(&mut *tx).await?;
+            sqlx::query("DELETE FROM records WHERE zone_id = ?")
+                .bind(zone_id)
+                .execute(&mut *tx)
+                .await?;
         }
         for id in delete_ids {
             sqlx::query("DELETE FROM records WHERE id = ? AND zone_id = ?")
@@ -204,10 +214,19 @@ impl Store {
     // ---- users and tokens ----
 
     pub async fn count_users(&self) -> Result<i64> {
-        Ok(sqlx::query("SELECT COUNT(*) FROM users").fetch_one(&self.pool).await?.try_get(0)?)
+        Ok(sqlx::query("SELECT COUNT(*) FROM users")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?)
     }
 
-    pub async fn create_user(&self, name: &str, password_hash: &str, role: &str, now: i64) -> Result<i64> {
+    pub async fn create_user(
+        &self,
+        name: &str,
+        password_hash: &str,
+        role: &str,
+        now: i64,
+    ) -> Result<i64> {
         Ok(sqlx::query("INSERT INTO users (name, password_hash, role, created) VALUES (?, ?, ?, ?) RETURNING id")
             .bind(name)
             .bind(password_hash)
@@ -234,19 +253,30 @@ impl Store {
     }
 
     pub async fn delete_user(&self, name: &str) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM users WHERE name = ?").bind(name).execute(&self.pool).await?;
+        let done = sqlx::query("DELETE FROM users WHERE name = ?")
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
         Ok(done.rows_affected() > 0)
     }
 
-    pub async fn create_token(&self, user_id: i64, name: &str, hash: &[u8], now: i64) -> Result<i64> {
-        Ok(sqlx::query("INSERT INTO tokens (user_id, name, hash, created) VALUES (?, ?, ?, ?) RETURNING id")
-            .bind(user_id)
-            .bind(name)
-            .bind(hash)
-            .bind(now)
-            .fetch_one(&self.pool)
-            .await?
-            .try_get(0)?)
+    pub async fn create_token(
+        &self,
+        user_id: i64,
+        name: &str,
+        hash: &[u8],
+        now: i64,
+    ) -> Result<i64> {
+        Ok(sqlx::query(
+            "INSERT INTO tokens (user_id, name, hash, created) VALUES (?, ?, ?, ?) RETURNING id",
+        )
+        .bind(user_id)
+        .bind(name)
+        .bind(hash)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?
+        .try_get(0)?)
     }
 
     /// The token with this hash and its user.
@@ -289,7 +319,10 @@ impl Store {
     // ---- settings ----
 
     pub async fn setting(&self, key: &str) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT value FROM settings WHERE key = ?").bind(key).fetch_optional(&self.pool).await?;
+        let row = sqlx::query("SELECT value FROM settings WHERE key = ?")
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
         Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 
@@ -303,7 +336,11 @@ impl Store {
     }
 }
 
-async fn insert_record(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, zone_id: i64, record: &RecordConfig) -> Result<i64> {
+async fn insert_record(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    zone_id: i64,
+    record: &RecordConfig,
+) -> Result<i64> {
     Ok(sqlx::query("INSERT INTO records (zone_id, name, rtype, ttl, rdata) VALUES (?, ?, ?, ?, ?) RETURNING id")
         .bind(zone_id)
         .bind(record.name.as_wire())
@@ -317,7 +354,8 @@ async fn insert_record(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, zone_id: i6
 
 fn u32_col(row: &sqlx::sqlite::SqliteRow, col: &str) -> Result<u32> {
     let value: i64 = row.try_get(col)?;
-    u32::try_from(value).map_err(|_| StoreError::Corrupt(format!("{col} = {value} is out of range")))
+    u32::try_from(value)
+        .map_err(|_| StoreError::Corrupt(format!("{col} = {value} is out of range")))
 }
 
 fn name_col(row: &sqlx::sqlite::SqliteRow, col: &str) -> Result<Dname> {
@@ -346,7 +384,8 @@ fn zone_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ZoneConfig> {
 fn record_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<RecordConfig> {
     let rtype_value: i64 = row.try_get("rtype")?;
     let rtype = Rtype::from_int(
-        u16::try_from(rtype_value).map_err(|_| StoreError::Corrupt(format!("record type {rtype_value}")))?,
+        u16::try_from(rtype_value)
+            .map_err(|_| StoreError::Corrupt(format!("record type {rtype_value}")))?,
     );
     let wire: Vec<u8> = row.try_get("rdata")?;
     Ok(RecordConfig {
@@ -384,7 +423,9 @@ mod tests {
     #[tokio::test]
     async fn zone_round_trip_and_change() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(&dir.path().join("dnz.db")).await.unwrap();
+        let store = Store::open_sqlite(&dir.path().join("dnz.db"))
+            .await
+            .unwrap();
         let name = Dname::parse_absolute("example.com").unwrap();
         let ns = RecordConfig {
             id: 0,
@@ -393,7 +434,13 @@ mod tests {
             ttl: 3600,
             rdata: Rdata::parse(Rtype::NS, "ns1", &name).unwrap(),
         };
-        let zone = ZoneConfig { id: 0, name: name.clone(), soa: Soa::default_for(&name, 1), default_ttl: 3600, records: vec![ns] };
+        let zone = ZoneConfig {
+            id: 0,
+            name: name.clone(),
+            soa: Soa::default_for(&name, 1),
+            default_ttl: 3600,
+            records: vec![ns],
+        };
         let stored = store.create_zone(&zone, 0).await.unwrap();
         assert!(stored.id > 0 && stored.records[0].id > 0);
         let www = RecordConfig {
@@ -405,10 +452,15 @@ mod tests {
         };
         let mut soa = stored.soa.clone();
         soa.serial = 2;
-        let ids = store.change_zone(stored.id, &soa, 3600, &[], &[www.clone()], false).await.unwrap();
+        let ids = store
+            .change_zone(stored.id, &soa, 3600, &[], &[www.clone()], false)
+            .await
+            .unwrap();
         store.close().await;
         // Reopen: the change is there.
-        let store = Store::open_sqlite(&dir.path().join("dnz.db")).await.unwrap();
+        let store = Store::open_sqlite(&dir.path().join("dnz.db"))
+            .await
+            .unwrap();
         let loaded = store.load_zone(&name).await.unwrap().unwrap();
         assert_eq!(loaded.soa.serial, 2);
         assert_eq!(loaded.records.len(), 2);

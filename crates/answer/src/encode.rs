@@ -154,19 +154,10 @@ fn write_rrset(
     Some(rr.rrset.rdatas.len() as u16)
 }
 
-fn write_header(
-    out: &mut Vec<u8>,
-    id: u16,
-    opcode: u8,
-    aa: bool,
-    tc: bool,
-    rd: bool,
-    cd: bool,
-    rcode: u16,
-) {
+/// The header with TC clear (set afterwards, once truncation is known) and zero counts.
+fn write_header(out: &mut Vec<u8>, id: u16, opcode: u8, aa: bool, rd: bool, cd: bool, rcode: u16) {
     out.extend_from_slice(&id.to_be_bytes());
-    let flags1 =
-        0x80 | ((opcode & 0x0f) << 3) | (u8::from(aa) << 2) | (u8::from(tc) << 1) | u8::from(rd);
+    let flags1 = 0x80 | ((opcode & 0x0f) << 3) | (u8::from(aa) << 2) | u8::from(rd);
     let flags2 = (u8::from(cd) << 4) | (rcode & 0x0f) as u8;
     out.extend_from_slice(&[flags1, flags2]);
     out.extend_from_slice(&[0; 8]);
@@ -226,7 +217,7 @@ fn size_limit(query: &Query, transport: Transport) -> usize {
     match (transport, query.edns) {
         (Transport::Tcp, _) => 65535,
         (Transport::Udp, None) => 512,
-        (Transport::Udp, Some(edns)) => edns.udp_size.min(OUR_UDP_SIZE).max(512) as usize,
+        (Transport::Udp, Some(edns)) => edns.udp_size.clamp(512, OUR_UDP_SIZE) as usize,
     }
 }
 
@@ -246,7 +237,6 @@ pub fn encode(query: &Query, answer: &Answer<'_>, transport: Transport, out: &mu
         query.id,
         query.opcode,
         answer.aa,
-        false,
         query.rd,
         query.cd,
         answer.rcode,
@@ -310,7 +300,6 @@ pub fn error_response(header: &ErrorHeader, rcode: u16, out: &mut Vec<u8>) {
         out,
         header.id,
         header.opcode,
-        false,
         false,
         header.rd,
         header.cd,

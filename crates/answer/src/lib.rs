@@ -8,6 +8,8 @@
 pub mod encode;
 pub mod lookup;
 pub mod query;
+#[cfg(test)]
+mod tests;
 
 pub use lookup::{Answer, Owner, Reason, RrRef, answer};
 pub use query::{Edns, Query, QueryError, Transport};

@@ -40,7 +40,8 @@ pub enum Reason {
     NotOurs,
     /// Zone transfers and other types not answered here.
     Refused,
-    /// ANY over UDP: TC=1 sends the client to TCP (RFC 8482 §4.4 lets the server choose).
+    /// ANY over UDP, answered with one RRset (RFC 8482 §4.1); counted apart because it is
+    /// the usual query of reflection attacks.
     AnyOverUdp,
     Malformed,
     NotImplemented,
@@ -228,13 +229,15 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
                         });
                         return out;
                     }
-                    if transport == Transport::Udp {
-                        out.tc = true;
-                        out.reason = Reason::AnyOverUdp;
-                        return out;
+                    // RFC 8482 §4.1: one RRset, the lowest type (as Knot DNS), with its
+                    // additional data; §4.4 lets TCP get the same minimal answer.
+                    let rrset = &node.rrsets[0];
+                    let _ = out.answer.try_push(RrRef { owner, rrset });
+                    if !wildcard {
+                        out.push_additional(node, rrset.rtype);
                     }
-                    for rrset in &node.rrsets {
-                        let _ = out.answer.try_push(RrRef { owner, rrset });
+                    if transport == Transport::Udp {
+                        out.reason = Reason::AnyOverUdp;
                     }
                     return out;
                 }

@@ -215,7 +215,7 @@ impl ZoneSnapshot {
                         continue;
                     };
                     // Data below a cut is only glue for that cut's own NS RRset.
-                    if target_node.below_cut && !(rrset.rtype == Rtype::NS) {
+                    if target_node.below_cut && rrset.rtype != Rtype::NS {
                         continue;
                     }
                     for rtype in [Rtype::A, Rtype::AAAA] {

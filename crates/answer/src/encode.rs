@@ -131,7 +131,23 @@ fn write_rrset(
     let mark = out.len();
     let comp_mark = comp.offsets.len();
     let rtype = rr.rrset.rtype;
-    for rdata in &rr.rrset.rdatas {
+    let rdatas = &rr.rrset.rdatas;
+    let mut written = 0u16;
+    // The picked records, starting at the rotation point and wrapping around.
+    let picked = || {
+        (0..rdatas.len().min(64))
+            .filter(|&i| rr.pick.mask & (1u64 << i) != 0)
+            .chain(64..rdatas.len())
+    };
+    let n_picked = picked().count();
+    let rotate = if n_picked > 0 {
+        rr.pick.rotate as usize % n_picked
+    } else {
+        0
+    };
+    for idx in picked().skip(rotate).chain(picked().take(rotate)) {
+        let rdata = &rdatas[idx];
+        written += 1;
         match rr.owner {
             // The qname sits right after the header.
             Owner::Qname => out.extend_from_slice(&[0xc0, HEADER_LEN as u8]),
@@ -151,7 +167,7 @@ fn write_rrset(
         comp.offsets.truncate(comp_mark);
         return None;
     }
-    Some(rr.rrset.rdatas.len() as u16)
+    Some(written)
 }
 
 /// The header with TC clear (set afterwards, once truncation is known) and zero counts.
@@ -282,7 +298,13 @@ pub fn encode(query: &Query, answer: &Answer<'_>, transport: Transport, out: &mu
         }
     }
     if let Some(edns) = query.edns {
-        write_opt(out, answer.rcode, edns.dnssec_ok, ecs.as_ref(), 0);
+        write_opt(
+            out,
+            answer.rcode,
+            edns.dnssec_ok,
+            ecs.as_ref(),
+            answer.ecs_scope,
+        );
         ar += 1;
     }
     if truncated {

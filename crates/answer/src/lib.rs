@@ -8,11 +8,13 @@
 pub mod encode;
 pub mod lookup;
 pub mod query;
+pub mod steer;
 #[cfg(test)]
 mod tests;
 
 pub use lookup::{Answer, Owner, Reason, RrRef, answer};
 pub use query::{Edns, Query, QueryError, Transport};
+pub use steer::{Client, Decision, Pick, PlaceRule};
 
 use model::Snapshot;
 
@@ -43,11 +45,27 @@ pub enum Outcome {
     Drop,
 }
 
-/// Answers one packet into `out` (cleared first).
+/// Answers one packet into `out` (cleared first) for a client with no address and a fixed
+/// random number: for benches, fuzzing and tests of unsteered answers.
 pub fn respond(
     snapshot: &Snapshot,
     packet: &[u8],
     transport: Transport,
+    out: &mut Vec<u8>,
+) -> Outcome {
+    let client = Client {
+        source: std::net::IpAddr::from([0u8, 0, 0, 0]),
+        random: 0,
+    };
+    respond_to(snapshot, packet, transport, &client, out)
+}
+
+/// Answers one packet from `client` into `out` (cleared first).
+pub fn respond_to(
+    snapshot: &Snapshot,
+    packet: &[u8],
+    transport: Transport,
+    client: &Client,
     out: &mut Vec<u8>,
 ) -> Outcome {
     out.clear();
@@ -66,7 +84,7 @@ pub fn respond(
             }
         }
         Ok(query) => {
-            let answer = lookup::answer(snapshot, &query, transport);
+            let answer = lookup::answer(snapshot, &query, transport, client);
             let truncated = encode::encode(&query, &answer, transport, out);
             Outcome::Respond {
                 rcode: answer.rcode,

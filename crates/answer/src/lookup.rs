@@ -8,6 +8,7 @@ use model::snapshot::{Node, Rrset, ZoneSnapshot};
 
 use crate::query::{NameBuf, Query, Transport};
 use crate::rcode;
+use crate::steer::{self, Client, Decision, Pick};
 
 /// CNAME links followed before giving up (loops stop earlier, at the first repeat).
 const MAX_CHAIN: usize = 12;
@@ -26,6 +27,18 @@ pub enum Owner<'a> {
 pub struct RrRef<'a> {
     pub owner: Owner<'a>,
     pub rrset: &'a Rrset,
+    /// The records of the RRset to answer (all but for steered RRsets).
+    pub pick: Pick,
+}
+
+impl<'a> RrRef<'a> {
+    fn all(owner: Owner<'a>, rrset: &'a Rrset) -> RrRef<'a> {
+        RrRef {
+            owner,
+            rrset,
+            pick: Pick::ALL,
+        }
+    }
 }
 
 /// Why the answer is what it is; counted in metrics.
@@ -77,6 +90,11 @@ pub struct Answer<'a> {
     pub authority: ArrayVec<RrRef<'a>, 2>,
     pub additional: ArrayVec<RrRef<'a>, 32>,
     pub reason: Reason,
+    /// ECS scope prefix length (RFC 7871 §7.2.1): the GeoIP network that decided, or 0 when
+    /// the answer does not depend on where the client is.
+    pub ecs_scope: u8,
+    /// The steering of the answered RRset, when it is steered.
+    pub steering: Option<Decision>,
 }
 
 impl<'a> Answer<'a> {
@@ -89,15 +107,16 @@ impl<'a> Answer<'a> {
             authority: ArrayVec::new(),
             additional: ArrayVec::new(),
             reason,
+            ecs_scope: 0,
+            steering: None,
         }
     }
 
     fn push_additional(&mut self, node: &'a Node, rtype: Rtype) {
         for extra in node.additional(rtype) {
-            let _ = self.additional.try_push(RrRef {
-                owner: Owner::Name(extra.owner.as_wire()),
-                rrset: &extra.rrset,
-            });
+            let _ = self
+                .additional
+                .try_push(RrRef::all(Owner::Name(extra.owner.as_wire()), &extra.rrset));
         }
     }
 }
@@ -163,10 +182,7 @@ fn chaos<'a>(snapshot: &'a Snapshot, query: &Query) -> Answer<'a> {
         Some(rrset) if query.qtype == Rtype::TXT || query.qtype == Rtype::ANY => {
             let mut out = Answer::new(rcode::NOERROR, Reason::Answer);
             out.aa = true;
-            out.answer.push(RrRef {
-                owner: Owner::Qname,
-                rrset,
-            });
+            out.answer.push(RrRef::all(Owner::Qname, rrset));
             out
         }
         _ => Answer::new(rcode::REFUSED, Reason::NotOurs),
@@ -174,7 +190,12 @@ fn chaos<'a>(snapshot: &'a Snapshot, query: &Query) -> Answer<'a> {
 }
 
 /// Decides the response to `query`.
-pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -> Answer<'a> {
+pub fn answer<'a>(
+    snapshot: &'a Snapshot,
+    query: &Query,
+    transport: Transport,
+    client: &Client,
+) -> Answer<'a> {
     const CLASS_IN: u16 = 1;
     const CLASS_CH: u16 = 3;
     if query.qclass == CLASS_CH {
@@ -202,10 +223,9 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
                     out.reason = Reason::Referral;
                 }
                 if let Some(ns) = cut.rrset(Rtype::NS) {
-                    let _ = out.authority.try_push(RrRef {
-                        owner: Owner::Name(cut_name),
-                        rrset: ns,
-                    });
+                    let _ = out
+                        .authority
+                        .try_push(RrRef::all(Owner::Name(cut_name), ns));
                     out.push_additional(cut, Rtype::NS);
                 }
                 return out;
@@ -213,26 +233,26 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
             Found::NxDomain => {
                 out.rcode = rcode::NXDOMAIN;
                 out.reason = Reason::NxDomain;
-                out.authority.push(RrRef {
-                    owner: Owner::Name(zone.apex.as_wire()),
-                    rrset: &zone.negative_soa,
-                });
+                out.authority.push(RrRef::all(
+                    Owner::Name(zone.apex.as_wire()),
+                    &zone.negative_soa,
+                ));
                 return out;
             }
             Found::Node(node, wildcard) => {
                 if qtype == Rtype::ANY {
                     if node.rrsets.is_empty() {
                         out.reason = Reason::NoData;
-                        out.authority.push(RrRef {
-                            owner: Owner::Name(zone.apex.as_wire()),
-                            rrset: &zone.negative_soa,
-                        });
+                        out.authority.push(RrRef::all(
+                            Owner::Name(zone.apex.as_wire()),
+                            &zone.negative_soa,
+                        ));
                         return out;
                     }
                     // RFC 8482 §4.1: one RRset, the lowest type (as Knot DNS), with its
                     // additional data; §4.4 lets TCP get the same minimal answer.
                     let rrset = &node.rrsets[0];
-                    let _ = out.answer.try_push(RrRef { owner, rrset });
+                    let _ = out.answer.try_push(RrRef::all(owner, rrset));
                     if !wildcard {
                         out.push_additional(node, rrset.rtype);
                     }
@@ -242,7 +262,22 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
                     return out;
                 }
                 if let Some(rrset) = node.rrset(qtype) {
-                    let _ = out.answer.try_push(RrRef { owner, rrset });
+                    let mut pick = Pick::ALL;
+                    if let Some(steered) = &rrset.steered {
+                        let decision = steer::decide(
+                            steered,
+                            &snapshot.health,
+                            snapshot.geo.as_ref(),
+                            client,
+                            query.edns.as_ref().and_then(|e| e.ecs.as_ref()),
+                        );
+                        if let Some((_, located)) = &decision.client {
+                            out.ecs_scope = located.prefix_len;
+                        }
+                        pick = decision.result;
+                        out.steering = Some(decision);
+                    }
+                    let _ = out.answer.try_push(RrRef { owner, rrset, pick });
                     if !wildcard {
                         out.push_additional(node, qtype);
                     }
@@ -255,14 +290,7 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
                     if out.answer.iter().any(|r| std::ptr::eq(r.rrset, cname)) {
                         return out;
                     }
-                    if out
-                        .answer
-                        .try_push(RrRef {
-                            owner,
-                            rrset: cname,
-                        })
-                        .is_err()
-                    {
+                    if out.answer.try_push(RrRef::all(owner, cname)).is_err() {
                         return out;
                     }
                     out.reason = Reason::Cname;
@@ -281,10 +309,10 @@ pub fn answer<'a>(snapshot: &'a Snapshot, query: &Query, transport: Transport) -
                 if hop == 0 {
                     out.reason = Reason::NoData;
                 }
-                out.authority.push(RrRef {
-                    owner: Owner::Name(zone.apex.as_wire()),
-                    rrset: &zone.negative_soa,
-                });
+                out.authority.push(RrRef::all(
+                    Owner::Name(zone.apex.as_wire()),
+                    &zone.negative_soa,
+                ));
                 return out;
             }
         }

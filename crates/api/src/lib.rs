@@ -82,6 +82,8 @@ pub struct RecordSpec {
     pub value: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering: Option<SteeringSpec>,
 }
 
 /// A record as the API shows it.
@@ -95,6 +97,8 @@ pub struct Record {
     pub rtype: String,
     pub ttl: u32,
     pub value: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering: Option<SteeringSpec>,
 }
 
 /// Result of `POST /api/v1/zones/{zone}/import`.
@@ -177,4 +181,86 @@ pub struct Session {
     pub user: String,
     pub role: Role,
     pub token: String,
+}
+
+/// Traffic steering of an A or AAAA record (SPEC §4), as stored and as the API shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SteeringSpec {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub countries: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub continents: Vec<String>,
+    /// Absent counts as 1; 0 answers only when every record left has 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<i64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backup: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckSpec>,
+}
+
+/// A health check as users write it; every field but `kind` has the default of SPEC §5.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckSpec {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i64>,
+    /// Host header and TLS name; default the record's own name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Healthy statuses: `200-399`, `200,204`, `2xx`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// A regex the first 64 KiB of the body (http/https) or the reply (tcp/udp) must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// What tcp and udp checks send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
+    /// Seconds between checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<i64>,
+    /// Milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_after: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_after: Option<i64>,
+}
+
+/// `GET /api/v1/explain`: how a query would be answered, step by step.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Explain {
+    pub query: String,
+    pub rcode: String,
+    /// The answer section as dig prints it.
+    pub answer: Vec<String>,
+    pub authority: Vec<String>,
+    /// The address placed and what GeoIP says of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<GeoLookup>,
+    /// The ECS scope prefix length the answer would carry.
+    pub ecs_scope: u8,
+    /// One line per steering step: what was removed and why, the place, the pick.
+    pub steps: Vec<String>,
+}
+
+/// What GeoDNS sees for an address.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GeoLookup {
+    pub address: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continent: Option<String>,
+    /// The database network that holds the address, as CIDR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// `placed`, `private` (or another special range), `not in database`, `no database`.
+    pub status: String,
 }

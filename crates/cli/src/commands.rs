@@ -419,6 +419,7 @@ mod tests {
             rtype: "TXT".into(),
             ttl: 300,
             value: "\"a b\"".into(),
+            steering: None,
         };
         assert_eq!(
             records_table(&[record]),

@@ -242,6 +242,7 @@ fn dispatch(global: GlobalArgs, command: Command) -> Result<(), Failure> {
                 let mut global = global;
                 let (value, trailing_ttl) = take_value(&mut global, &rtype, &value)?;
                 let spec = api::RecordSpec {
+                    steering: None,
                     name,
                     rtype: rtype.to_ascii_uppercase(),
                     value,

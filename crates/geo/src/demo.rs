@@ -24,12 +24,22 @@ pub const DESCRIPTION: &str = "dnz demo: synthetic data placing documentation ra
 
 /// The demo database as `.mmdb` bytes, in the MaxMind/DB-IP schema.
 pub fn database() -> Vec<u8> {
-    let mut writer = Writer::builder("dnz-Demo-Country").description(&[("en", DESCRIPTION)]).build();
+    let mut writer = Writer::builder("dnz-Demo-Country")
+        .description(&[("en", DESCRIPTION)])
+        .build();
     for (network, country, continent) in PLACES {
-        let Ok(net) = network.parse::<mmdb_writer::ipnet::IpNet>() else { continue };
+        let Ok(net) = network.parse::<mmdb_writer::ipnet::IpNet>() else {
+            continue;
+        };
         let record = Value::Map(BTreeMap::from([
-            ("country".to_string(), Value::map([("iso_code", Value::from(*country))])),
-            ("continent".to_string(), Value::map([("code", Value::from(*continent))])),
+            (
+                "country".to_string(),
+                Value::map([("iso_code", Value::from(*country))]),
+            ),
+            (
+                "continent".to_string(),
+                Value::map([("code", Value::from(*continent))]),
+            ),
         ]));
         // The networks are fixed and valid: an insert cannot fail.
         let _ = writer.insert_value(net, record);

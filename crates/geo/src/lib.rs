@@ -26,8 +26,15 @@ pub enum Continent {
 }
 
 impl Continent {
-    pub const ALL: [Continent; 7] =
-        [Continent::Af, Continent::An, Continent::As, Continent::Eu, Continent::Na, Continent::Oc, Continent::Sa];
+    pub const ALL: [Continent; 7] = [
+        Continent::Af,
+        Continent::An,
+        Continent::As,
+        Continent::Eu,
+        Continent::Na,
+        Continent::Oc,
+        Continent::Sa,
+    ];
 
     pub fn code(self) -> &'static str {
         match self {
@@ -78,7 +85,10 @@ impl Country {
 
     /// The continent from the built-in table.
     pub fn continent(self) -> Option<Continent> {
-        countries::COUNTRIES.binary_search_by_key(&self.0, |(code, _)| *code).ok().map(|i| countries::COUNTRIES[i].1)
+        countries::COUNTRIES
+            .binary_search_by_key(&self.0, |(code, _)| *code)
+            .ok()
+            .map(|i| countries::COUNTRIES[i].1)
     }
 
     pub fn as_str(&self) -> &str {
@@ -119,7 +129,13 @@ pub struct Located {
 
 impl Located {
     pub fn nowhere(kind: PlaceKind, prefix_len: u8) -> Located {
-        Located { country: None, continent: None, prefix_len, kind, coordinates: None }
+        Located {
+            country: None,
+            continent: None,
+            prefix_len,
+            kind,
+            coordinates: None,
+        }
     }
 }
 
@@ -246,16 +262,21 @@ pub struct GeoDb {
 
 impl GeoDb {
     pub fn open(path: &Path) -> Result<GeoDb, GeoError> {
-        let bytes =
-            std::fs::read(path).map_err(|error| GeoError::Io { path: path.display().to_string(), error })?;
+        let bytes = std::fs::read(path).map_err(|error| GeoError::Io {
+            path: path.display().to_string(),
+            error,
+        })?;
         GeoDb::from_bytes(bytes)
     }
 
     /// Opens, verifies and checks that the database has country data and that a lookup works.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<GeoDb, GeoError> {
         let size = bytes.len() as u64;
-        let reader = maxminddb::Reader::from_source(bytes).map_err(|e| GeoError::Open(e.to_string()))?;
-        reader.verify().map_err(|e| GeoError::Verify(e.to_string()))?;
+        let reader =
+            maxminddb::Reader::from_source(bytes).map_err(|e| GeoError::Open(e.to_string()))?;
+        reader
+            .verify()
+            .map_err(|e| GeoError::Verify(e.to_string()))?;
         let metadata = reader.metadata();
         let info = DbInfo {
             database_type: metadata.database_type.clone(),
@@ -272,7 +293,9 @@ impl GeoDb {
 
     /// Looks at the first networks of the database for a country code.
     fn has_country_data(&self) -> bool {
-        let Ok(networks) = self.reader.networks(Default::default()) else { return false };
+        let Ok(networks) = self.reader.networks(Default::default()) else {
+            return false;
+        };
         for item in networks.take(10_000) {
             let Ok(item) = item else { return false };
             if let Ok(Some(record)) = item.decode::<GeoRecord<'_>>()
@@ -317,8 +340,17 @@ impl Locate for GeoDb {
             .and_then(|c| c.code)
             .and_then(Continent::parse)
             .or_else(|| country.continent());
-        let coordinates = record.location.as_ref().and_then(|l| Some((l.latitude?, l.longitude?)));
-        Located { country: Some(country), continent, prefix_len, kind: PlaceKind::Placed, coordinates }
+        let coordinates = record
+            .location
+            .as_ref()
+            .and_then(|l| Some((l.latitude?, l.longitude?)));
+        Located {
+            country: Some(country),
+            continent,
+            prefix_len,
+            kind: PlaceKind::Placed,
+            coordinates,
+        }
     }
 }
 
@@ -333,24 +365,45 @@ mod tests {
 
     #[test]
     fn country_table() {
-        assert_eq!(Country::parse("ID").and_then(|c| c.continent()), Some(Continent::As));
-        assert_eq!(Country::parse("DE").and_then(|c| c.continent()), Some(Continent::Eu));
-        assert_eq!(Country::parse("BR").and_then(|c| c.continent()), Some(Continent::Sa));
+        assert_eq!(
+            Country::parse("ID").and_then(|c| c.continent()),
+            Some(Continent::As)
+        );
+        assert_eq!(
+            Country::parse("DE").and_then(|c| c.continent()),
+            Some(Continent::Eu)
+        );
+        assert_eq!(
+            Country::parse("BR").and_then(|c| c.continent()),
+            Some(Continent::Sa)
+        );
         assert_eq!(Country::parse("id"), None);
         assert_eq!(Country::parse("ZZ"), None);
         assert_eq!(countries::COUNTRIES.len(), 250);
-        assert!(countries::COUNTRIES.windows(2).all(|w| w[0].0 < w[1].0), "table must be sorted");
+        assert!(
+            countries::COUNTRIES.windows(2).all(|w| w[0].0 < w[1].0),
+            "table must be sorted"
+        );
     }
 
     #[test]
     fn special_ranges_have_no_place() {
-        for (addr, prefix) in [("10.1.2.3", 8), ("192.168.1.1", 16), ("127.0.0.1", 8), ("fd00::1", 7), ("::ffff:10.0.0.1", 104)]
-        {
+        for (addr, prefix) in [
+            ("10.1.2.3", 8),
+            ("192.168.1.1", 16),
+            ("127.0.0.1", 8),
+            ("fd00::1", 7),
+            ("::ffff:10.0.0.1", 104),
+        ] {
             let got = NoGeo.locate(addr.parse().unwrap());
             assert!(matches!(got.kind, PlaceKind::Special(_)), "{addr}");
             assert_eq!(got.prefix_len, prefix, "{addr}");
         }
-        assert_eq!(special("192.0.2.1".parse().unwrap()), None, "documentation ranges are placed by the demo");
+        assert_eq!(
+            special("192.0.2.1".parse().unwrap()),
+            None,
+            "documentation ranges are placed by the demo"
+        );
     }
 
     #[test]
@@ -370,8 +423,18 @@ mod tests {
 
     #[test]
     fn corrupt_and_empty_databases_are_refused() {
-        assert!(matches!(GeoDb::from_bytes(b"not a database".to_vec()), Err(GeoError::Open(_))));
-        let empty = mmdb_writer::Writer::builder("Empty").description(&[("en", "empty")]).build().to_bytes().unwrap();
-        assert!(matches!(GeoDb::from_bytes(empty), Err(GeoError::NoCountryData)));
+        assert!(matches!(
+            GeoDb::from_bytes(b"not a database".to_vec()),
+            Err(GeoError::Open(_))
+        ));
+        let empty = mmdb_writer::Writer::builder("Empty")
+            .description(&[("en", "empty")])
+            .build()
+            .to_bytes()
+            .unwrap();
+        assert!(matches!(
+            GeoDb::from_bytes(empty),
+            Err(GeoError::NoCountryData)
+        ));
     }
 }

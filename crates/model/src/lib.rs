@@ -9,6 +9,7 @@
 pub mod name;
 pub mod rdata;
 pub mod snapshot;
+pub mod steering;
 pub mod zone;
 pub mod zonefile;
 

@@ -9,20 +9,25 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
+use geo::{Country, Locate};
 
 use crate::name::{Dname, label_offsets};
 use crate::rdata::{Rdata, Rtype};
+use crate::steering::Steering;
 use crate::zone::ZoneConfig;
 
 /// A map keyed by lower-case wire names; lookups take a borrowed `&[u8]`.
 pub type NameMap<V> = HashMap<Box<[u8]>, V, RandomState>;
 
-/// All zones being served.
-#[derive(Clone, Default)]
+/// All zones being served, with the health of their checks and the GeoIP database: everything
+/// an answer depends on, swapped as one.
+#[derive(Clone)]
 pub struct Snapshot {
     zones: NameMap<Arc<ZoneSnapshot>>,
     /// CH TXT answers about the server itself, off unless configured.
     pub chaos: Arc<Chaos>,
+    pub health: Arc<HealthTable>,
+    pub geo: Arc<dyn Locate>,
     /// Label counts of the zone apexes, so a zone search tries only lengths that exist.
     max_zone_labels: usize,
 }
@@ -45,6 +50,7 @@ impl Chaos {
                 rtype: Rtype::TXT,
                 ttl: 0,
                 rdatas: vec![Rdata(wire.into_boxed_slice())],
+                steered: None,
             }
         };
         let mut names = Vec::new();
@@ -76,6 +82,60 @@ pub struct Rrset {
     /// RFC 2181 §5.2: one TTL per RRset; the lowest of the records is used.
     pub ttl: u32,
     pub rdatas: Vec<Rdata>,
+    /// Steering of an A or AAAA RRset, one member per rdata; `None` when no record is steered.
+    pub steered: Option<Box<Steered>>,
+}
+
+/// The steering of one record, compiled for the answer path.
+#[derive(Clone, Debug, Default)]
+pub struct SteeredMember {
+    pub countries: Box<[Country]>,
+    /// Bit `Continent::index()` set for each continent.
+    pub continents: u8,
+    pub weight: Option<u32>,
+    pub backup: bool,
+    /// The health check's key in [`HealthTable`], when the record has a check.
+    pub check: Option<u64>,
+}
+
+impl SteeredMember {
+    pub fn has_place(&self) -> bool {
+        !self.countries.is_empty() || self.continents != 0
+    }
+
+    fn new(steering: &Steering, check: Option<u64>) -> SteeredMember {
+        SteeredMember {
+            countries: steering.countries.clone().into_boxed_slice(),
+            continents: steering
+                .continents
+                .iter()
+                .fold(0u8, |bits, c| bits | 1 << c.index()),
+            weight: steering.weight,
+            backup: steering.backup,
+            check,
+        }
+    }
+}
+
+/// A steered RRset's members and what they use, so the answer path skips what is unused.
+#[derive(Clone, Debug, Default)]
+pub struct Steered {
+    pub members: Vec<SteeredMember>,
+    pub has_place: bool,
+    pub has_weight: bool,
+}
+
+/// Checks that are failing now, by check key. Everything else (up, unknown, unchecked) counts
+/// as healthy (SPEC §5).
+#[derive(Clone, Debug, Default)]
+pub struct HealthTable {
+    pub failing: std::collections::HashSet<u64, RandomState>,
+}
+
+impl HealthTable {
+    pub fn is_failing(&self, key: u64) -> bool {
+        !self.failing.is_empty() && self.failing.contains(&key)
+    }
 }
 
 /// Records for additional-section processing: the A and AAAA RRsets of a target name.
@@ -141,11 +201,13 @@ impl ZoneSnapshot {
             rtype: Rtype::SOA,
             ttl: zone.default_ttl,
             rdatas: vec![soa_rdata.clone()],
+            steered: None,
         };
         let negative_soa = Rrset {
             rtype: Rtype::SOA,
             ttl: zone.default_ttl.min(zone.soa.minimum),
             rdatas: vec![soa_rdata],
+            steered: None,
         };
         let mut nodes: NameMap<Node> = NameMap::default();
         let mut apex_node = Node::default();
@@ -163,17 +225,40 @@ impl ZoneSnapshot {
                 parent = name.parent();
             }
             let node = nodes.entry(key.as_wire().into()).or_default();
-            match node.rrsets.iter_mut().find(|r| r.rtype == record.rtype) {
-                Some(rrset) => {
-                    rrset.ttl = rrset.ttl.min(record.ttl);
-                    rrset.rdatas.push(record.rdata.clone());
+            let rrset = match node.rrsets.iter().position(|r| r.rtype == record.rtype) {
+                Some(idx) => &mut node.rrsets[idx],
+                None => {
+                    node.rrsets.push(Rrset {
+                        rtype: record.rtype,
+                        ttl: record.ttl,
+                        rdatas: Vec::new(),
+                        steered: None,
+                    });
+                    let last = node.rrsets.len() - 1;
+                    &mut node.rrsets[last]
                 }
-                None => node.rrsets.push(Rrset {
-                    rtype: record.rtype,
-                    ttl: record.ttl,
-                    rdatas: vec![record.rdata.clone()],
-                }),
+            };
+            rrset.ttl = rrset.ttl.min(record.ttl);
+            if let Some(steering) = &record.steering {
+                let existing = rrset.rdatas.len();
+                let steered = rrset.steered.get_or_insert_with(|| {
+                    Box::new(Steered {
+                        members: vec![SteeredMember::default(); existing],
+                        ..Default::default()
+                    })
+                });
+                let check = steering
+                    .check
+                    .as_ref()
+                    .map(|check| check.key(&record.name, &record.rdata));
+                let member = SteeredMember::new(steering, check);
+                steered.has_place |= member.has_place();
+                steered.has_weight |= member.weight.is_some();
+                steered.members.push(member);
+            } else if let Some(steered) = &mut rrset.steered {
+                steered.members.push(SteeredMember::default());
             }
+            rrset.rdatas.push(record.rdata.clone());
         }
         // Zone cuts, then what lies below them.
         let mut cuts: Vec<Box<[u8]>> = Vec::new();
@@ -254,9 +339,37 @@ impl ZoneSnapshot {
     }
 }
 
+impl Default for Snapshot {
+    fn default() -> Snapshot {
+        Snapshot {
+            zones: NameMap::default(),
+            chaos: Arc::default(),
+            health: Arc::default(),
+            geo: Arc::new(geo::NoGeo),
+            max_zone_labels: 0,
+        }
+    }
+}
+
 impl Snapshot {
     pub fn empty() -> Snapshot {
         Snapshot::default()
+    }
+
+    /// A new snapshot with another GeoIP database.
+    pub fn with_geo(&self, geo: Arc<dyn Locate>) -> Snapshot {
+        Snapshot {
+            geo,
+            ..self.clone()
+        }
+    }
+
+    /// A new snapshot with other health states.
+    pub fn with_health(&self, health: Arc<HealthTable>) -> Snapshot {
+        Snapshot {
+            health,
+            ..self.clone()
+        }
     }
 
     /// A new snapshot with `zone` added or replaced.

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::name::Dname;
 use crate::rdata::{Rdata, Rtype};
+use crate::steering::{MAX_STEERED_RECORDS, Steering};
 
 /// The SOA fields of a zone (RFC 1035 §3.3.13); the owner is the zone name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +61,8 @@ pub struct RecordConfig {
     pub rtype: Rtype,
     pub ttl: u32,
     pub rdata: Rdata,
+    /// Traffic steering; A and AAAA only.
+    pub steering: Option<Steering>,
 }
 
 /// A zone with all its records (the SOA is kept apart, in `soa`).
@@ -183,12 +186,32 @@ impl ZoneConfig {
                     ),
                 ));
             }
+            if record.steering.is_some() && !matches!(record.rtype, Rtype::A | Rtype::AAAA) {
+                errors.push(FieldError::new(
+                    format!("{field}steering"),
+                    format!(
+                        "steering applies to A and AAAA records, not {}",
+                        record.rtype
+                    ),
+                ));
+            }
             by_name
                 .entry(record.name.to_lowercase())
                 .or_default()
                 .push((idx, record));
         }
         for (name, records) in &by_name {
+            for rtype in [Rtype::A, Rtype::AAAA] {
+                let of_type: Vec<_> = records.iter().filter(|(_, r)| r.rtype == rtype).collect();
+                if of_type.len() > MAX_STEERED_RECORDS
+                    && of_type.iter().any(|(_, r)| r.steering.is_some())
+                {
+                    errors.push(FieldError::new(
+                        format!("{}steering", field_of(of_type[0].0)),
+                        format!("{name} {rtype} has {} records; steering handles at most {MAX_STEERED_RECORDS}", of_type.len()),
+                    ));
+                }
+            }
             let cnames: Vec<_> = records
                 .iter()
                 .filter(|(_, r)| r.rtype == Rtype::CNAME)
@@ -261,6 +284,7 @@ mod tests {
                     rtype,
                     ttl: 300,
                     rdata: Rdata::parse(rtype, v, &name).unwrap(),
+                    steering: None,
                 }
             })
             .collect();

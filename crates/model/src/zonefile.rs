@@ -284,6 +284,7 @@ pub fn parse(
             rtype,
             ttl,
             rdata,
+            steering: None,
         });
         out.lines.push(entry.line);
     }

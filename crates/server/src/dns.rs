@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use answer::{Outcome, Transport};
+use answer::{Client, Outcome, Transport};
 use arc_swap::ArcSwap;
 use model::Snapshot;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -25,6 +25,24 @@ pub struct DnsShared {
     pub snapshot: Arc<ArcSwap<Snapshot>>,
     pub metrics: Arc<Metrics>,
     pub stop: Arc<AtomicBool>,
+}
+
+/// A per-worker random source for weighted picks and rotation: cheap, unshared, and seeded
+/// from the OS so workers differ.
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn seeded() -> Xorshift {
+        Xorshift(rand::random::<u64>() | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        // xorshift64* (Vigna, 2016).
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
 }
 
 fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
@@ -54,6 +72,7 @@ pub fn bind_udp(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, Vec
 
 /// Runs one UDP worker until `stop` is set.
 pub fn udp_worker(socket: UdpSocket, shared: Arc<DnsShared>) {
+    let mut rng = Xorshift::seeded();
     let mut packet = [0u8; 4096];
     let mut response = Vec::with_capacity(65535);
     while !shared.stop.load(Ordering::Relaxed) {
@@ -76,7 +95,17 @@ pub fn udp_worker(socket: UdpSocket, shared: Arc<DnsShared>) {
         };
         shared.metrics.udp_queries.inc();
         let snapshot = shared.snapshot.load();
-        let outcome = answer::respond(&snapshot, &packet[..len], Transport::Udp, &mut response);
+        let client = Client {
+            source: peer.ip(),
+            random: rng.next(),
+        };
+        let outcome = answer::respond_to(
+            &snapshot,
+            &packet[..len],
+            Transport::Udp,
+            &client,
+            &mut response,
+        );
         drop(snapshot);
         shared.metrics.count(outcome);
         if let Outcome::Respond { .. } = outcome
@@ -144,6 +173,10 @@ async fn tcp_connection(
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> io::Result<()> {
     let _ = stream.set_nodelay(true);
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.ip())
+        .unwrap_or(std::net::IpAddr::from([0u8, 0, 0, 0]));
     let mut packet = vec![0u8; 65535];
     let mut response = Vec::with_capacity(65535);
     loop {
@@ -168,7 +201,17 @@ async fn tcp_connection(
         shared.metrics.tcp_queries.inc();
         let outcome = {
             let snapshot = shared.snapshot.load();
-            answer::respond(&snapshot, &packet[..len], Transport::Tcp, &mut response)
+            let client = Client {
+                source: peer,
+                random: rand::random(),
+            };
+            answer::respond_to(
+                &snapshot,
+                &packet[..len],
+                Transport::Tcp,
+                &client,
+                &mut response,
+            )
         };
         shared.metrics.count(outcome);
         match outcome {

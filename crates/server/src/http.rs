@@ -150,7 +150,10 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for JsonBody
                     JsonRejection::JsonDataError(e) => format!("bad JSON body: {}", e.body_text()),
                     other => format!("bad JSON body: {}", other.body_text()),
                 };
-                Err(ApiError::BadRequest { field: json_error_field(&message), message })
+                Err(ApiError::BadRequest {
+                    field: json_error_field(&message),
+                    message,
+                })
             }
         }
     }
@@ -229,6 +232,11 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/zones/{zone}/records/{id}",
             axum::routing::put(update_record).delete(delete_record),
         )
+        .route(
+            "/api/v1/zones/{zone}/records/{id}/steering",
+            axum::routing::put(set_steering).delete(remove_steering),
+        )
+        .route("/api/v1/explain", get(explain))
         .route("/api/v1/zones/{zone}/import", post(import_zone))
         .route("/api/v1/zones/{zone}/export", get(export_zone))
         .route("/api/v1/users", get(list_users).post(create_user))
@@ -401,6 +409,90 @@ async fn delete_matching(
             .delete_matching(&zone, &query.name, &query.rtype, query.value.as_deref())
             .await?,
     ))
+}
+
+async fn set_steering(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((zone, id)): Path<(String, i64)>,
+    JsonBody(body): JsonBody<api::SteeringSpec>,
+) -> ApiResult<Json<api::Record>> {
+    who.require(Role::Editor)?;
+    Ok(Json(
+        state.manager.set_steering(&zone, id, Some(&body)).await?,
+    ))
+}
+
+async fn remove_steering(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((zone, id)): Path<(String, i64)>,
+) -> ApiResult<Json<api::Record>> {
+    who.require(Role::Editor)?;
+    Ok(Json(state.manager.set_steering(&zone, id, None).await?))
+}
+
+#[derive(Deserialize)]
+struct ExplainQuery {
+    name: String,
+    #[serde(rename = "type", default = "default_explain_type")]
+    rtype: String,
+    client: String,
+    /// `24` (the client's own /24) or `203.0.113.0/24`.
+    ecs: Option<String>,
+}
+
+fn default_explain_type() -> String {
+    "A".into()
+}
+
+/// Parses the ECS argument of explain: a prefix length for the client's own address, or CIDR.
+fn parse_ecs(text: &str, client: std::net::IpAddr) -> Result<(std::net::IpAddr, u8), ApiError> {
+    let invalid = || {
+        ApiError::Invalid(vec![model::FieldError::new(
+            "ecs",
+            format!("{text:?} is not a prefix length or ADDRESS/PREFIX"),
+        )])
+    };
+    let (address, prefix) = match text.split_once('/') {
+        Some((address, prefix)) => (address.parse().map_err(|_| invalid())?, prefix),
+        None => (client, text),
+    };
+    Ok((address, prefix.parse().map_err(|_| invalid())?))
+}
+
+async fn explain(
+    State(state): State<AppState>,
+    who: Principal,
+    query: Result<Query<ExplainQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<api::Explain>> {
+    who.require(Role::Viewer)?;
+    let Query(query) = query.map_err(|e| ApiError::BadRequest {
+        message: e.body_text(),
+        field: None,
+    })?;
+    let client: std::net::IpAddr = query.client.parse().map_err(|_| {
+        ApiError::Invalid(vec![model::FieldError::new(
+            "client",
+            format!("{:?} is not an IP address", query.client),
+        )])
+    })?;
+    let ecs = query
+        .ecs
+        .as_deref()
+        .map(|text| parse_ecs(text, client))
+        .transpose()?;
+    let snapshot = state.manager.snapshot();
+    crate::explain::explain(
+        &snapshot,
+        &query.name,
+        &query.rtype,
+        client,
+        ecs,
+        rand::random(),
+    )
+    .map(Json)
+    .map_err(|e| ApiError::Invalid(vec![model::FieldError::new(e.field, e.message)]))
 }
 
 async fn import_zone(

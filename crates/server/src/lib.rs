@@ -8,6 +8,7 @@ pub mod auth;
 pub mod config;
 pub mod demo;
 pub mod dns;
+pub mod explain;
 pub mod http;
 pub mod manage;
 pub mod metrics;
@@ -43,6 +44,21 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
         Arc::new(manage::Manager::load(store.clone(), snapshot.clone(), metrics.clone()).await?);
     if config.demo {
         demo::load(&manager).await?;
+    }
+    let geoip_path = config.data_dir.join("geoip-country.mmdb");
+    if geoip_path.exists() {
+        match geo::GeoDb::open(&geoip_path) {
+            Ok(db) => manager.set_geo(Arc::new(db)),
+            Err(e) => {
+                tracing::error!(path = %geoip_path.display(), error = %e, "GeoIP database not loaded")
+            }
+        }
+    } else if config.demo {
+        // Only the demo: real placement needs a real database (`dnz geoip download`).
+        match geo::GeoDb::from_bytes(geo::demo::database()) {
+            Ok(db) => manager.set_geo(Arc::new(db)),
+            Err(e) => tracing::error!(error = %e, "demo GeoIP database not built"),
+        }
     }
     if config.version_bind.is_some() || config.server_id.is_some() {
         let chaos = model::snapshot::Chaos::new(

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use model::rdata::{parse_rtype, rtype_allowed};
+use model::steering::Validate as _;
 use model::zone::{next_serial, parse_zone_name};
 use model::{Dname, FieldError, Rdata, RecordConfig, Snapshot, Soa, ZoneConfig, ZoneSnapshot};
 use store::{Store, StoreError};
@@ -98,6 +99,7 @@ fn to_api_record(zone: &ZoneConfig, record: &RecordConfig) -> api::Record {
         rtype: record.rtype.to_string(),
         ttl: record.ttl,
         value: record.rdata.to_text(record.rtype),
+        steering: record.steering.as_ref().map(|s| s.to_spec()),
     }
 }
 
@@ -124,6 +126,16 @@ fn record_from_spec(zone: &ZoneConfig, spec: &api::RecordSpec) -> Result<RecordC
                 .map_err(|e| errors.push(FieldError::new("value", e.to_string())));
         }
     }
+    let steering = match &spec.steering {
+        None => None,
+        Some(steering) => match steering.validate("steering.") {
+            Ok(valid) => Some(valid),
+            Err(mut found) => {
+                errors.append(&mut found);
+                None
+            }
+        },
+    };
     match (name, rtype, rdata) {
         (Ok(name), Ok(rtype), Ok(rdata)) if errors.is_empty() => Ok(RecordConfig {
             id: 0,
@@ -131,6 +143,7 @@ fn record_from_spec(zone: &ZoneConfig, spec: &api::RecordSpec) -> Result<RecordC
             rtype,
             ttl: spec.ttl.unwrap_or(zone.default_ttl),
             rdata,
+            steering,
         }),
         _ => Err(ManageError::Invalid(errors)),
     }
@@ -168,6 +181,17 @@ impl Manager {
             zones: Mutex::new(map),
             metrics,
         })
+    }
+
+    /// The snapshot the query path is answering from now.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Swaps in another GeoIP database (or none); queries in flight finish with the old one.
+    pub fn set_geo(&self, geo: Arc<dyn geo::Locate>) {
+        self.snapshot.rcu(|current| current.with_geo(geo.clone()));
+        self.metrics.snapshot_swaps.inc();
     }
 
     /// Sets the CH TXT answers about the server.
@@ -247,6 +271,7 @@ impl Manager {
                     rtype: model::Rtype::NS,
                     ttl: default_ttl,
                     rdata,
+                    steering: None,
                 }),
                 Err(e) => errors.push(FieldError::new(format!("ns[{idx}]"), e.to_string())),
             }
@@ -366,7 +391,40 @@ impl Manager {
                         zone.name
                     )));
                 }
-                let record = record_from_spec(zone, spec)?;
+                // Same id: an edit keeps the record's identity (and health history).
+                let mut record = record_from_spec(zone, spec)?;
+                record.id = id;
+                Ok((vec![id], vec![record], ()))
+            })
+            .await?;
+        let record = zone
+            .records
+            .iter()
+            .find(|r| r.id == ids[0])
+            .map(|r| to_api_record(&zone, r));
+        record.ok_or_else(|| ManageError::NotFound("record vanished".into()))
+    }
+
+    /// Sets or (with `None`) removes the steering of one record, keeping the record.
+    pub async fn set_steering(
+        &self,
+        zone: &str,
+        id: i64,
+        steering: Option<&api::SteeringSpec>,
+    ) -> Result<api::Record> {
+        let (zone, ids, ()) = self
+            .change(zone, |zone| {
+                let Some(current) = zone.records.iter().find(|r| r.id == id) else {
+                    return Err(ManageError::NotFound(format!(
+                        "no record {id} in {}",
+                        zone.name
+                    )));
+                };
+                let mut record = current.clone();
+                record.steering = match steering {
+                    None => None,
+                    Some(spec) => Some(spec.validate("steering.").map_err(ManageError::Invalid)?),
+                };
                 Ok((vec![id], vec![record], ()))
             })
             .await?;

@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::str::FromStr;
 
+use model::steering::Validate as _;
 use model::{Dname, Rdata, RecordConfig, Rtype, Soa, ZoneConfig};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
@@ -117,7 +118,7 @@ impl Store {
 
     async fn load_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
         let rows = sqlx::query(
-            "SELECT id, name, rtype, ttl, rdata FROM records WHERE zone_id = ? ORDER BY id",
+            "SELECT id, name, rtype, ttl, rdata, steering FROM records WHERE zone_id = ? ORDER BY id",
         )
         .bind(zone_id)
         .fetch_all(&self.pool)
@@ -341,15 +342,46 @@ async fn insert_record(
     zone_id: i64,
     record: &RecordConfig,
 ) -> Result<i64> {
-    Ok(sqlx::query("INSERT INTO records (zone_id, name, rtype, ttl, rdata) VALUES (?, ?, ?, ?, ?) RETURNING id")
+    // A record that already has an id (an edit: deleted and written again in this
+    // transaction) keeps it, so its health history stays attached.
+    Ok(sqlx::query(
+        "INSERT INTO records (id, zone_id, name, rtype, ttl, rdata, steering) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind((record.id != 0).then_some(record.id))
         .bind(zone_id)
         .bind(record.name.as_wire())
         .bind(record.rtype.to_int() as i64)
         .bind(record.ttl as i64)
         .bind(record.rdata.as_wire())
+        .bind(steering_json(record)?)
         .fetch_one(&mut **tx)
         .await?
         .try_get(0)?)
+}
+
+fn steering_json(record: &RecordConfig) -> Result<Option<String>> {
+    record
+        .steering
+        .as_ref()
+        .map(|s| {
+            serde_json::to_string(&s.to_spec()).map_err(|e| StoreError::Corrupt(e.to_string()))
+        })
+        .transpose()
+}
+
+fn steering_col(row: &sqlx::sqlite::SqliteRow) -> Result<Option<model::steering::Steering>> {
+    let Some(text) = row.try_get::<Option<String>, _>("steering")? else {
+        return Ok(None);
+    };
+    let spec: model::steering::SteeringSpec = serde_json::from_str(&text)
+        .map_err(|e| StoreError::Corrupt(format!("steering {text:?}: {e}")))?;
+    let steering = spec.validate("").map_err(|errors| {
+        StoreError::Corrupt(format!(
+            "steering {text:?}: {}",
+            errors.first().map(|e| e.to_string()).unwrap_or_default()
+        ))
+    })?;
+    Ok(Some(steering))
 }
 
 fn u32_col(row: &sqlx::sqlite::SqliteRow, col: &str) -> Result<u32> {
@@ -394,6 +426,7 @@ fn record_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<RecordConfig> {
         rtype,
         ttl: u32_col(row, "ttl")?,
         rdata: Rdata::from_wire(rtype, &wire).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        steering: steering_col(row)?,
     })
 }
 
@@ -433,6 +466,7 @@ mod tests {
             rtype: Rtype::NS,
             ttl: 3600,
             rdata: Rdata::parse(Rtype::NS, "ns1", &name).unwrap(),
+            steering: None,
         };
         let zone = ZoneConfig {
             id: 0,
@@ -449,11 +483,20 @@ mod tests {
             rtype: Rtype::A,
             ttl: 300,
             rdata: Rdata::parse(Rtype::A, "192.0.2.1", &name).unwrap(),
+            steering: Some(
+                model::steering::SteeringSpec {
+                    countries: vec!["ID".into()],
+                    weight: Some(3),
+                    ..Default::default()
+                }
+                .validate("")
+                .unwrap(),
+            ),
         };
         let mut soa = stored.soa.clone();
         soa.serial = 2;
         let ids = store
-            .change_zone(stored.id, &soa, 3600, &[], &[www.clone()], false)
+            .change_zone(stored.id, &soa, 3600, &[], std::slice::from_ref(&www), false)
             .await
             .unwrap();
         store.close().await;

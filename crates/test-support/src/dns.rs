@@ -22,7 +22,13 @@ pub struct QueryOptions {
 
 impl Default for QueryOptions {
     fn default() -> Self {
-        QueryOptions { tcp: false, edns: Some(1232), dnssec_ok: false, rd: false, id: 0x1234 }
+        QueryOptions {
+            tcp: false,
+            edns: Some(1232),
+            dnssec_ok: false,
+            rd: false,
+            id: 0x1234,
+        }
     }
 }
 
@@ -80,7 +86,11 @@ pub fn query_raw(server: SocketAddr, packet: &[u8], tcp: bool) -> Option<Vec<u8>
         stream.read_exact(&mut response).ok()?;
         Some(response)
     } else {
-        let bind: SocketAddr = if server.is_ipv6() { "[::1]:0".parse().ok()? } else { "127.0.0.1:0".parse().ok()? };
+        let bind: SocketAddr = if server.is_ipv6() {
+            "[::1]:0".parse().ok()?
+        } else {
+            "127.0.0.1:0".parse().ok()?
+        };
         let socket = UdpSocket::bind(bind).ok()?;
         socket.set_read_timeout(Some(timeout)).ok()?;
         socket.send_to(packet, server).ok()?;
@@ -94,7 +104,8 @@ pub fn query_raw(server: SocketAddr, packet: &[u8], tcp: bool) -> Option<Vec<u8>
 /// Sends a query and parses the response; panics on timeout or an unparseable response.
 pub fn query(server: SocketAddr, name: &str, rtype: Rtype, opts: &QueryOptions) -> DnsResponse {
     let packet = build_query(name, rtype, opts);
-    let raw = query_raw(server, &packet, opts.tcp).unwrap_or_else(|| panic!("no response from {server} to {name} {rtype}"));
+    let raw = query_raw(server, &packet, opts.tcp)
+        .unwrap_or_else(|| panic!("no response from {server} to {name} {rtype}"));
     parse_response(&raw).unwrap_or_else(|e| panic!("bad response to {name} {rtype}: {e}"))
 }
 
@@ -135,9 +146,21 @@ pub fn parse_response(raw: &[u8]) -> Result<DnsResponse, String> {
         question.push(format!("{}. {}", q.qname(), q.qtype()));
     }
     let mut edns = None;
-    let answer = record_lines(message.answer().map_err(|e| e.to_string())?, false, &mut edns)?;
-    let authority = record_lines(message.authority().map_err(|e| e.to_string())?, false, &mut edns)?;
-    let additional = record_lines(message.additional().map_err(|e| e.to_string())?, true, &mut edns)?;
+    let answer = record_lines(
+        message.answer().map_err(|e| e.to_string())?,
+        false,
+        &mut edns,
+    )?;
+    let authority = record_lines(
+        message.authority().map_err(|e| e.to_string())?,
+        false,
+        &mut edns,
+    )?;
+    let additional = record_lines(
+        message.additional().map_err(|e| e.to_string())?,
+        true,
+        &mut edns,
+    )?;
     Ok(DnsResponse {
         id: header.id(),
         rcode: message.opt_rcode().to_string(),

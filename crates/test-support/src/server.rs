@@ -15,7 +15,11 @@ pub fn dnz_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let target_dir = exe.parent().and_then(Path::parent).expect("target dir");
     let candidate = target_dir.join("dnz");
-    assert!(candidate.exists(), "dnz binary not built at {}: run `cargo build -p dnz` first", candidate.display());
+    assert!(
+        candidate.exists(),
+        "dnz binary not built at {}: run `cargo build -p dnz` first",
+        candidate.display()
+    );
     candidate
 }
 
@@ -30,7 +34,9 @@ pub fn require_program(name: &str) -> Option<PathBuf> {
     });
     if found.is_none() {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{name} is required under CI=true but is not installed (scripts/test installs it)");
+            panic!(
+                "{name} is required under CI=true but is not installed (scripts/test installs it)"
+            );
         }
         eprintln!("skipping: {name} is not installed (scripts/test installs it)");
     }
@@ -59,7 +65,14 @@ impl DnzServer {
     /// Starts a server on an existing data dir (for restarts); the caller keeps the dir.
     pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> DnzServer {
         let mut child = Command::new(dnz_binary())
-            .args(["serve", "--dns", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data-dir"])
+            .args([
+                "serve",
+                "--dns",
+                "127.0.0.1:0",
+                "--http",
+                "127.0.0.1:0",
+                "--data-dir",
+            ])
             .arg(data_dir)
             .args(extra_args)
             .env("DNZ_LOG", "warn")
@@ -85,13 +98,31 @@ impl DnzServer {
         // Keep draining stdout so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in reader.lines() {});
         let field = |key: &str| -> SocketAddr {
-            let value = line.split_whitespace().find_map(|w| w.strip_prefix(key)).expect("address in listening line");
-            value.split(',').next().unwrap_or(value).parse().expect("socket address")
+            let value = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .expect("address in listening line");
+            value
+                .split(',')
+                .next()
+                .unwrap_or(value)
+                .parse()
+                .expect("socket address")
         };
         let dns = field("dns=");
         let http = field("http=");
-        let token = std::fs::read_to_string(data_dir.join("admin.token")).expect("admin.token").trim().to_string();
-        DnzServer { child, dns, http, data_dir: data_dir.to_path_buf(), token, _temp: None }
+        let token = std::fs::read_to_string(data_dir.join("admin.token"))
+            .expect("admin.token")
+            .trim()
+            .to_string();
+        DnzServer {
+            child,
+            dns,
+            http,
+            data_dir: data_dir.to_path_buf(),
+            token,
+            _temp: None,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -99,11 +130,20 @@ impl DnzServer {
     }
 
     fn agent() -> ureq::Agent {
-        ureq::Agent::config_builder().http_status_as_error(false).build().new_agent()
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .new_agent()
     }
 
     /// Sends an API request with the admin token (or `token`); returns status and body text.
-    pub fn api(&self, method: &str, path: &str, body: Option<&str>, token: Option<&str>) -> (u16, String) {
+    pub fn api(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        token: Option<&str>,
+    ) -> (u16, String) {
         let token = token.unwrap_or(&self.token);
         let agent = DnzServer::agent();
         let url = self.url(path);
@@ -114,11 +154,20 @@ impl DnzServer {
             ("POST", Some(body)) => agent
                 .post(&url)
                 .header("Authorization", &auth)
-                .header("Content-Type", if body.starts_with(['{', '[']) { "application/json" } else { "text/plain" })
+                .header(
+                    "Content-Type",
+                    if body.starts_with(['{', '[']) {
+                        "application/json"
+                    } else {
+                        "text/plain"
+                    },
+                )
                 .send(body),
-            ("PUT", Some(body)) => {
-                agent.put(&url).header("Authorization", &auth).header("Content-Type", "application/json").send(body)
-            }
+            ("PUT", Some(body)) => agent
+                .put(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .send(body),
             _ => panic!("unsupported request {method} {body:?}"),
         };
         let mut response = result.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
@@ -130,14 +179,22 @@ impl DnzServer {
     /// An API call that must succeed (2xx); returns the body.
     pub fn api_ok(&self, method: &str, path: &str, body: Option<&str>) -> String {
         let (status, text) = self.api(method, path, body, None);
-        assert!((200..300).contains(&status), "{method} {path} -> {status}: {text}");
+        assert!(
+            (200..300).contains(&status),
+            "{method} {path} -> {status}: {text}"
+        );
         text
     }
 
     /// Runs the `dnz` CLI against this server with the admin token.
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
         Command::new(dnz_binary())
-            .args(["--server", &format!("http://{}", self.http), "--token", &self.token])
+            .args([
+                "--server",
+                &format!("http://{}", self.http),
+                "--token",
+                &self.token,
+            ])
             .args(args)
             .output()
             .expect("run dnz cli")
@@ -152,7 +209,10 @@ impl DnzServer {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "dnz serve did not stop on SIGTERM");
+            assert!(
+                Instant::now() < deadline,
+                "dnz serve did not stop on SIGTERM"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }

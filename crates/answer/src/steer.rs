@@ -217,3 +217,66 @@ pub fn decide(
         result,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::snapshot::SteeredMember;
+
+    fn weighted(weights: &[Option<u32>]) -> Steered {
+        Steered {
+            members: weights.iter().map(|w| SteeredMember { weight: *w, ..Default::default() }).collect(),
+            has_place: false,
+            has_weight: true,
+        }
+    }
+
+    /// Counts the picks of `n` decisions with a fixed-seed xorshift.
+    fn picks(steered: &Steered, n: usize) -> Vec<usize> {
+        let mut counts = vec![0; steered.members.len()];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..n {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let client = Client { source: IpAddr::from([192, 0, 2, 1]), random: state };
+            let decision = decide(steered, &HealthTable::default(), &geo::NoGeo, &client, None);
+            counts[decision.pick.expect("a weighted pick") as usize] += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn canary_nine_to_one_lands_within_two_percent() {
+        let counts = picks(&weighted(&[Some(9), Some(1)]), 10_000);
+        let share = counts[0] as f64 / 10_000.0;
+        assert!((share - 0.9).abs() <= 0.02, "9:1 gave {counts:?}");
+    }
+
+    #[test]
+    fn three_weights_and_absent_weight_counts_as_one() {
+        let counts = picks(&weighted(&[Some(5), Some(3), None, Some(0)]), 10_000);
+        for (idx, want) in [(0, 5.0 / 9.0), (1, 3.0 / 9.0), (2, 1.0 / 9.0)] {
+            let share = counts[idx] as f64 / 10_000.0;
+            assert!((share - want).abs() <= 0.02, "record {idx}: {share} vs {want} in {counts:?}");
+        }
+        assert_eq!(counts[3], 0, "weight 0 never answers while others have weight");
+    }
+
+    #[test]
+    fn rotation_starts_everywhere() {
+        let steered = Steered {
+            members: vec![SteeredMember::default(), SteeredMember::default(), SteeredMember::default()],
+            has_place: false,
+            has_weight: false,
+        };
+        let mut seen = [0; 3];
+        for random in 0..30u64 {
+            let client = Client { source: IpAddr::from([192, 0, 2, 1]), random };
+            let decision = decide(&steered, &HealthTable::default(), &geo::NoGeo, &client, None);
+            assert_eq!(decision.result.mask, 0b111);
+            seen[decision.result.rotate as usize] += 1;
+        }
+        assert_eq!(seen, [10, 10, 10]);
+    }
+}

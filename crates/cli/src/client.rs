@@ -80,6 +80,29 @@ impl Client {
         read_json(response)
     }
 
+    /// `GET` with query parameters (encoded by ureq), JSON back.
+    pub(crate) fn get_query(&self, path: &str, query: &[(&str, &str)]) -> Result<Json, Failure> {
+        let mut request = self.agent.get(self.url(path)).header("Accept", "application/json");
+        for (key, value) in query {
+            request = request.query(key, value);
+        }
+        if let Some(auth) = self.auth() {
+            request = request.header("Authorization", auth);
+        }
+        let response = self.check(request.call())?;
+        read_json(response)
+    }
+
+    /// `PUT` a JSON body, JSON back.
+    pub(crate) fn put_json(&self, path: &str, body: &impl Serialize) -> Result<Json, Failure> {
+        let mut request = self.agent.put(self.url(path)).header("Accept", "application/json");
+        if let Some(auth) = self.auth() {
+            request = request.header("Authorization", auth);
+        }
+        let response = self.check(request.send_json(body))?;
+        read_json(response)
+    }
+
     /// `GET`, text back (zone export).
     pub(crate) fn get_text(&self, path: &str) -> Result<Vec<u8>, Failure> {
         let mut request = self

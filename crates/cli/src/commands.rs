@@ -34,7 +34,7 @@ impl Ctx {
     }
 
     /// A client with a token: every command but login needs one.
-    fn client(&self) -> Result<Client, Failure> {
+    pub(crate) fn client(&self) -> Result<Client, Failure> {
         let target = self.target()?;
         if target.token.is_none() {
             return Err(Failure::usage(format!(
@@ -48,7 +48,7 @@ impl Ctx {
     }
 
     /// Prints the API's JSON, or what `human` makes of it.
-    fn show<T: DeserializeOwned>(
+    pub(crate) fn show<T: DeserializeOwned>(
         &self,
         value: Json,
         human: impl FnOnce(T) -> String,
@@ -360,7 +360,7 @@ fn read_input(file: &Path) -> Result<Vec<u8>, Failure> {
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.
-fn out(bytes: &[u8]) -> Result<(), Failure> {
+pub(crate) fn out(bytes: &[u8]) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {

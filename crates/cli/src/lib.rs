@@ -11,6 +11,7 @@ mod config;
 mod error;
 mod json;
 mod prompt;
+mod steer;
 mod table;
 mod value;
 
@@ -70,6 +71,18 @@ pub enum Command {
     /// Manage API tokens
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Show how a query is answered: the records, each steering step, the place, the pick
+    Explain {
+        name: String,
+        #[arg(value_name = "TYPE", default_value = "A")]
+        rtype: String,
+        /// The client's address (the query's source)
+        #[arg(long, value_name = "IP")]
+        client: String,
+        /// An EDNS Client Subnet: a prefix length of the client's address, or ADDRESS/PREFIX
+        #[arg(long, value_name = "PREFIX")]
+        ecs: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -141,6 +154,10 @@ pub enum RecordCommand {
     },
     /// List a zone's records
     List { zone: String },
+    /// Steer an A or AAAA record (created when missing); changes only the options given
+    Steer(Box<steer::SteerArgs>),
+    /// List a zone's steered records: place, weight, backup, check
+    Steering { zone: String },
 }
 
 #[derive(Args, Debug)]
@@ -265,8 +282,13 @@ fn dispatch(global: GlobalArgs, command: Command) -> Result<(), Failure> {
                 record_delete(&ctx(global), &zone, &name, &rtype, &value)
             }
             RecordCommand::List { zone } => record_list(&ctx(global), &zone),
+            RecordCommand::Steer(args) => steer::record_steer(&ctx(global), *args),
+            RecordCommand::Steering { zone } => steer::record_steering(&ctx(global), &zone),
         },
         Command::Login(LoginArgs { user, password }) => login(&ctx(global), user, password),
+        Command::Explain { name, rtype, client, ecs } => {
+            steer::explain(&ctx(global), &name, &rtype, &client, ecs.as_deref())
+        }
         Command::User(user) => {
             let ctx = ctx(global);
             match user {

@@ -225,7 +225,13 @@ mod tests {
 
     fn weighted(weights: &[Option<u32>]) -> Steered {
         Steered {
-            members: weights.iter().map(|w| SteeredMember { weight: *w, ..Default::default() }).collect(),
+            members: weights
+                .iter()
+                .map(|w| SteeredMember {
+                    weight: *w,
+                    ..Default::default()
+                })
+                .collect(),
             has_place: false,
             has_weight: true,
         }
@@ -239,7 +245,10 @@ mod tests {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            let client = Client { source: IpAddr::from([192, 0, 2, 1]), random: state };
+            let client = Client {
+                source: IpAddr::from([192, 0, 2, 1]),
+                random: state,
+            };
             let decision = decide(steered, &HealthTable::default(), &geo::NoGeo, &client, None);
             counts[decision.pick.expect("a weighted pick") as usize] += 1;
         }
@@ -258,22 +267,41 @@ mod tests {
         let counts = picks(&weighted(&[Some(5), Some(3), None, Some(0)]), 10_000);
         for (idx, want) in [(0, 5.0 / 9.0), (1, 3.0 / 9.0), (2, 1.0 / 9.0)] {
             let share = counts[idx] as f64 / 10_000.0;
-            assert!((share - want).abs() <= 0.02, "record {idx}: {share} vs {want} in {counts:?}");
+            assert!(
+                (share - want).abs() <= 0.02,
+                "record {idx}: {share} vs {want} in {counts:?}"
+            );
         }
-        assert_eq!(counts[3], 0, "weight 0 never answers while others have weight");
+        assert_eq!(
+            counts[3], 0,
+            "weight 0 never answers while others have weight"
+        );
     }
 
     #[test]
     fn rotation_starts_everywhere() {
         let steered = Steered {
-            members: vec![SteeredMember::default(), SteeredMember::default(), SteeredMember::default()],
+            members: vec![
+                SteeredMember::default(),
+                SteeredMember::default(),
+                SteeredMember::default(),
+            ],
             has_place: false,
             has_weight: false,
         };
         let mut seen = [0; 3];
         for random in 0..30u64 {
-            let client = Client { source: IpAddr::from([192, 0, 2, 1]), random };
-            let decision = decide(&steered, &HealthTable::default(), &geo::NoGeo, &client, None);
+            let client = Client {
+                source: IpAddr::from([192, 0, 2, 1]),
+                random,
+            };
+            let decision = decide(
+                &steered,
+                &HealthTable::default(),
+                &geo::NoGeo,
+                &client,
+                None,
+            );
             assert_eq!(decision.result.mask, 0b111);
             seen[decision.result.rotate as usize] += 1;
         }

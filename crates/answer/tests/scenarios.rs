@@ -59,7 +59,9 @@ fn steering_of(options: &[&str]) -> Result<Option<model::steering::Steering>, St
         match key {
             "countries" => spec.countries = list(),
             "continents" => spec.continents = list(),
-            "weight" => spec.weight = Some(value.parse().map_err(|_| format!("bad weight {value}"))?),
+            "weight" => {
+                spec.weight = Some(value.parse().map_err(|_| format!("bad weight {value}"))?)
+            }
             "backup" => spec.backup = true,
             "check" => {
                 spec.check = Some(CheckSpec {
@@ -84,7 +86,13 @@ fn steering_of(options: &[&str]) -> Result<Option<model::steering::Steering>, St
 }
 
 fn parse(text: &str) -> Result<Scenario, String> {
-    let mut scenario = Scenario { geo: Vec::new(), zone: None, down: Vec::new(), seed: 1, queries: Vec::new() };
+    let mut scenario = Scenario {
+        geo: Vec::new(),
+        zone: None,
+        down: Vec::new(),
+        seed: 1,
+        queries: Vec::new(),
+    };
     let mut lines = text.lines().enumerate().peekable();
     while let Some((idx, raw)) = lines.next() {
         let line = raw.split(" #").next().unwrap_or("").trim();
@@ -94,9 +102,13 @@ fn parse(text: &str) -> Result<Scenario, String> {
         let at = |msg: String| format!("line {}: {msg}", idx + 1);
         let words: Vec<&str> = line.split_whitespace().collect();
         match words[0] {
-            "geo" => scenario.geo.push((words[1].to_string(), words[2].to_string())),
+            "geo" => scenario
+                .geo
+                .push((words[1].to_string(), words[2].to_string())),
             "seed" => scenario.seed = words[1].parse().map_err(|_| at("bad seed".into()))?,
-            "down" => scenario.down.push((words[1].into(), words[2].into(), words[3].into())),
+            "down" => scenario
+                .down
+                .push((words[1].into(), words[2].into(), words[3].into())),
             "zone" => {
                 let origin = Dname::parse_absolute(words[1]).map_err(|e| at(e.to_string()))?;
                 let mut records = vec![RecordConfig {
@@ -104,7 +116,8 @@ fn parse(text: &str) -> Result<Scenario, String> {
                     name: origin.clone(),
                     rtype: Rtype::NS,
                     ttl: 300,
-                    rdata: Rdata::parse(Rtype::NS, "ns1", &origin).map_err(|e| at(e.to_string()))?,
+                    rdata: Rdata::parse(Rtype::NS, "ns1", &origin)
+                        .map_err(|e| at(e.to_string()))?,
                     steering: None,
                 }];
                 for (idx, raw) in lines.by_ref() {
@@ -114,19 +127,28 @@ fn parse(text: &str) -> Result<Scenario, String> {
                     }
                     let at = |msg: String| format!("line {}: {msg}", idx + 1);
                     let words: Vec<&str> = line.split_whitespace().collect();
-                    let (options, value): (Vec<&str>, Vec<&str>) =
-                        words[2..].iter().partition(|w| w.contains('=') || **w == "backup");
-                    let rtype = model::rdata::parse_rtype(words[1]).map_err(|e| at(e.to_string()))?;
+                    let (options, value): (Vec<&str>, Vec<&str>) = words[2..]
+                        .iter()
+                        .partition(|w| w.contains('=') || **w == "backup");
+                    let rtype =
+                        model::rdata::parse_rtype(words[1]).map_err(|e| at(e.to_string()))?;
                     records.push(RecordConfig {
                         id: records.len() as i64,
                         name: Dname::parse(words[0], &origin).map_err(|e| at(e.to_string()))?,
                         rtype,
                         ttl: 300,
-                        rdata: Rdata::parse(rtype, &value.join(" "), &origin).map_err(|e| at(e.to_string()))?,
+                        rdata: Rdata::parse(rtype, &value.join(" "), &origin)
+                            .map_err(|e| at(e.to_string()))?,
                         steering: steering_of(&options).map_err(at)?,
                     });
                 }
-                let zone = ZoneConfig { id: 1, soa: Soa::default_for(&origin, 1), name: origin, default_ttl: 300, records };
+                let zone = ZoneConfig {
+                    id: 1,
+                    soa: Soa::default_for(&origin, 1),
+                    name: origin,
+                    default_ttl: 300,
+                    records,
+                };
                 let errors = zone.validate(&|_| String::new());
                 if !errors.is_empty() {
                     return Err(format!("zone does not validate: {errors:?}"));
@@ -150,16 +172,27 @@ fn parse(text: &str) -> Result<Scenario, String> {
                     if let Some(src) = word.strip_prefix("src=") {
                         query.source = src.parse().map_err(|_| at(format!("bad src {src}")))?;
                     } else if let Some(ecs) = word.strip_prefix("ecs=") {
-                        let (addr, prefix) = ecs.split_once('/').ok_or_else(|| at("ecs needs /prefix".into()))?;
-                        query.ecs = Some((addr.parse().map_err(|_| at("bad ecs".into()))?, prefix.parse().map_err(|_| at("bad ecs".into()))?));
+                        let (addr, prefix) = ecs
+                            .split_once('/')
+                            .ok_or_else(|| at("ecs needs /prefix".into()))?;
+                        query.ecs = Some((
+                            addr.parse().map_err(|_| at("bad ecs".into()))?,
+                            prefix.parse().map_err(|_| at("bad ecs".into()))?,
+                        ));
                     } else if *word == "tcp" {
                         query.tcp = true;
                     } else {
                         rest.push(*word);
                     }
                 }
-                query.name = rest.first().ok_or_else(|| at("query needs a name".into()))?.to_string();
-                query.rtype = rest.get(1).map_or(Ok(Rtype::A), |t| model::rdata::parse_rtype(t)).map_err(|e| at(e.to_string()))?;
+                query.name = rest
+                    .first()
+                    .ok_or_else(|| at("query needs a name".into()))?
+                    .to_string();
+                query.rtype = rest
+                    .get(1)
+                    .map_or(Ok(Rtype::A), |t| model::rdata::parse_rtype(t))
+                    .map_err(|e| at(e.to_string()))?;
                 while let Some((_, next)) = lines.peek() {
                     let next = next.trim();
                     if next.is_empty() || next.starts_with("query") || next.starts_with('#') {
@@ -168,11 +201,14 @@ fn parse(text: &str) -> Result<Scenario, String> {
                     let (_, next) = lines.next().unwrap_or_default();
                     let next = next.trim();
                     if let Some(scope) = next.strip_prefix("scope ") {
-                        query.expect_scope = Some(scope.parse().map_err(|_| at("bad scope".into()))?);
+                        query.expect_scope =
+                            Some(scope.parse().map_err(|_| at("bad scope".into()))?);
                     } else if let Some(rcode) = next.strip_prefix("rcode ") {
                         query.expect_rcode = rcode.to_string();
                     } else {
-                        query.expect_answer.push(next.split_whitespace().collect::<Vec<_>>().join(" "));
+                        query
+                            .expect_answer
+                            .push(next.split_whitespace().collect::<Vec<_>>().join(" "));
                     }
                 }
                 if query.ecs.is_some() && query.expect_scope.is_none() {
@@ -191,16 +227,34 @@ fn geo_database(places: &[(String, String)]) -> Result<Arc<dyn geo::Locate>, Str
         return Ok(Arc::new(geo::NoGeo));
     }
     use mmdb_writer::{Value, Writer};
-    let mut writer = Writer::builder("Scenario-Country").description(&[("en", "scenario fixture")]).build();
+    let mut writer = Writer::builder("Scenario-Country")
+        .description(&[("en", "scenario fixture")])
+        .build();
     for (network, country) in places {
-        let continent = geo::Country::parse(country).and_then(|c| c.continent()).ok_or(format!("unknown country {country}"))?;
+        let continent = geo::Country::parse(country)
+            .and_then(|c| c.continent())
+            .ok_or(format!("unknown country {country}"))?;
         let record = Value::Map(BTreeMap::from([
-            ("country".to_string(), Value::map([("iso_code", Value::from(country.as_str()))])),
-            ("continent".to_string(), Value::map([("code", Value::from(continent.code()))])),
+            (
+                "country".to_string(),
+                Value::map([("iso_code", Value::from(country.as_str()))]),
+            ),
+            (
+                "continent".to_string(),
+                Value::map([("code", Value::from(continent.code()))]),
+            ),
         ]));
-        writer.insert_value(network.parse::<mmdb_writer::ipnet::IpNet>().map_err(|e| e.to_string())?, record).map_err(|e| e.to_string())?;
+        writer
+            .insert_value(
+                network
+                    .parse::<mmdb_writer::ipnet::IpNet>()
+                    .map_err(|e| e.to_string())?,
+                record,
+            )
+            .map_err(|e| e.to_string())?;
     }
-    let db = geo::GeoDb::from_bytes(writer.to_bytes().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let db = geo::GeoDb::from_bytes(writer.to_bytes().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     Ok(Arc::new(db))
 }
 
@@ -235,7 +289,13 @@ fn read_response(wire: &[u8]) -> (String, Vec<String>, Option<u8>) {
     let mut answer = Vec::new();
     for record in message.answer().expect("answer section").flatten() {
         if let Ok(Some(r)) = record.to_record::<AllRecordData<&[u8], ParsedName<&[u8]>>>() {
-            answer.push(format!("{}. {} IN {} {}", r.owner(), r.ttl().as_secs(), r.rtype(), r.data()));
+            answer.push(format!(
+                "{}. {} IN {} {}",
+                r.owner(),
+                r.ttl().as_secs(),
+                r.rtype(),
+                r.data()
+            ));
         }
     }
     let mut scope = None;
@@ -243,7 +303,10 @@ fn read_response(wire: &[u8]) -> (String, Vec<String>, Option<u8>) {
         if record.rtype() != Rtype::OPT {
             continue;
         }
-        let Ok(Some(opt)) = record.to_record::<domain::base::rdata::UnknownRecordData<&[u8]>>() else { continue };
+        let Ok(Some(opt)) = record.to_record::<domain::base::rdata::UnknownRecordData<&[u8]>>()
+        else {
+            continue;
+        };
         // Option 8 (ECS): family(2) source(1) scope(1) address.
         let mut rest: &[u8] = opt.data().data();
         while rest.len() >= 4 {
@@ -275,10 +338,20 @@ fn run(path: &Path) -> Result<(), String> {
         let record = zone
             .records
             .iter()
-            .find(|r| r.name == owner && r.rtype.to_string() == *rtype && r.rdata.to_text(r.rtype) == *value)
+            .find(|r| {
+                r.name == owner
+                    && r.rtype.to_string() == *rtype
+                    && r.rdata.to_text(r.rtype) == *value
+            })
             .ok_or(format!("down: no record {name} {rtype} {value}"))?;
-        let check = record.steering.as_ref().and_then(|s| s.check.as_ref()).ok_or(format!("down: {name} {value} has no check"))?;
-        health.failing.insert(check.key(&record.name, &record.rdata));
+        let check = record
+            .steering
+            .as_ref()
+            .and_then(|s| s.check.as_ref())
+            .ok_or(format!("down: {name} {value} has no check"))?;
+        health
+            .failing
+            .insert(check.key(&record.name, &record.rdata));
     }
     let snapshot = Snapshot::empty()
         .with_zone(Arc::new(ZoneSnapshot::compile(zone)))
@@ -288,21 +361,41 @@ fn run(path: &Path) -> Result<(), String> {
     let mut out = Vec::new();
     let mut failures = Vec::new();
     for query in &scenario.queries {
-        let client = Client { source: query.source, random: xorshift(&mut random) };
-        let transport = if query.tcp { Transport::Tcp } else { Transport::Udp };
-        answer::respond_to(&snapshot, &build_packet(query), transport, &client, &mut out);
+        let client = Client {
+            source: query.source,
+            random: xorshift(&mut random),
+        };
+        let transport = if query.tcp {
+            Transport::Tcp
+        } else {
+            Transport::Udp
+        };
+        answer::respond_to(
+            &snapshot,
+            &build_packet(query),
+            transport,
+            &client,
+            &mut out,
+        );
         let (rcode, mut got, scope) = read_response(&out);
         got.sort();
         let mut want = query.expect_answer.clone();
         want.sort();
-        if rcode != query.expect_rcode || got != want || (query.expect_scope.is_some() && scope != query.expect_scope) {
+        if rcode != query.expect_rcode
+            || got != want
+            || (query.expect_scope.is_some() && scope != query.expect_scope)
+        {
             failures.push(format!(
                 "  line {}: query {} {}\n    want rcode {} scope {:?} answer {want:?}\n    got  rcode {rcode} scope {scope:?} answer {got:?}",
                 query.line, query.name, query.rtype, query.expect_rcode, query.expect_scope
             ));
         }
     }
-    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n")) }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n"))
+    }
 }
 
 fn main() {
@@ -316,7 +409,11 @@ fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let (mut passed, mut failed) = (0, 0);
     for file in files {
-        let name = file.file_stem().unwrap_or_default().to_string_lossy().to_string();
+        let name = file
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
         if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
             continue;
         }

@@ -99,6 +99,9 @@ pub struct Record {
     pub value: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steering: Option<SteeringSpec>,
+    /// The health of the record's check, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthInfo>,
 }
 
 /// Result of `POST /api/v1/zones/{zone}/import`.
@@ -263,4 +266,121 @@ pub struct GeoLookup {
     pub network: Option<String>,
     /// `placed`, `private` (or another special range), `not in database`, `no database`.
     pub status: String,
+}
+
+/// `GET /api/v1/settings/geoip`: the GeoIP database in use, where updates come from, and when.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct GeoIpStatus {
+    /// `<data dir>/geoip-country.mmdb`.
+    pub path: String,
+    /// Size of that file in bytes; absent when there is no file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_size: Option<u64>,
+    /// When the file was last written, Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_modified: Option<i64>,
+    /// A database answers GeoDNS lookups (the file's, or the demo's).
+    pub loaded: bool,
+    /// The synthetic demo database of `dnz serve --demo` is the one in use.
+    pub demo: bool,
+    /// From the database's metadata, e.g. `DBIP-Country-Lite` or `GeoLite2-Country`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// When the database was built, Unix seconds (its metadata's build epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_epoch: Option<i64>,
+    /// The source URL; `{year}` and `{month}` are filled in at download time. Passwords and
+    /// license keys in it are masked.
+    pub url: String,
+    /// `url` is the default source (DB-IP IP-to-Country Lite).
+    pub default_url: bool,
+    /// Download a new database every month.
+    pub auto_update: bool,
+    /// When the last download was tried, Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_download: Option<i64>,
+    /// `ok` or `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_result: Option<String>,
+    /// The URL the last download fetched (with the date filled in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_url: Option<String>,
+    /// Why the last download failed; the old database stayed in use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When the next automatic download runs, Unix seconds; absent while auto update is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_download: Option<i64>,
+    /// The credit the source's licence asks for (`IP Geolocation by DB-IP` for DB-IP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<String>,
+}
+
+/// `PUT /api/v1/settings/geoip`: only the fields given change.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct GeoIpSettings {
+    /// An `http://` or `https://` URL, may hold `{year}` and `{month}`; `default` goes back to
+    /// DB-IP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_update: Option<bool>,
+}
+
+/// The health of a record's check target (SPEC §5).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HealthInfo {
+    /// `unknown`, `up` or `down`.
+    pub state: String,
+    /// When the state began, Unix seconds (absent while unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
+    /// Why the last check failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    /// When the last check ran, Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<i64>,
+}
+
+/// One state change in a record's health history.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HealthEvent {
+    pub time: i64,
+    pub old_state: String,
+    pub new_state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<i64>,
+}
+
+/// `POST /api/v1/checks/test`: run one check now, without saving anything.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CheckTest {
+    /// The address to check.
+    pub address: String,
+    /// The record's name: the Host header and TLS name when the check sets no host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub check: CheckSpec,
+}
+
+/// The verdict of one check.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CheckResult {
+    pub healthy: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub latency_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }

@@ -82,7 +82,10 @@ impl Client {
 
     /// `GET` with query parameters (encoded by ureq), JSON back.
     pub(crate) fn get_query(&self, path: &str, query: &[(&str, &str)]) -> Result<Json, Failure> {
-        let mut request = self.agent.get(self.url(path)).header("Accept", "application/json");
+        let mut request = self
+            .agent
+            .get(self.url(path))
+            .header("Accept", "application/json");
         for (key, value) in query {
             request = request.query(key, value);
         }
@@ -95,7 +98,10 @@ impl Client {
 
     /// `PUT` a JSON body, JSON back.
     pub(crate) fn put_json(&self, path: &str, body: &impl Serialize) -> Result<Json, Failure> {
-        let mut request = self.agent.put(self.url(path)).header("Accept", "application/json");
+        let mut request = self
+            .agent
+            .put(self.url(path))
+            .header("Accept", "application/json");
         if let Some(auth) = self.auth() {
             request = request.header("Authorization", auth);
         }

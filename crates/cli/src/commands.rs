@@ -334,6 +334,138 @@ pub(crate) fn tokens_table(tokens: &[Token]) -> String {
     table.render()
 }
 
+// ---- GeoIP -------------------------------------------------------------------------------
+
+pub(crate) fn geoip_download(ctx: &Ctx) -> Result<(), Failure> {
+    let value = ctx.client()?.post_json("settings/geoip/download", &())?;
+    ctx.show(value, |status: api::GeoIpStatus| {
+        format!(
+            "downloaded the GeoIP database from {}; it is answering queries now\n{}",
+            status.last_url.as_deref().unwrap_or(&status.url),
+            geoip_status_text(&status)
+        )
+    })
+}
+
+pub(crate) fn geoip_set(
+    ctx: &Ctx,
+    url: Option<String>,
+    auto_update: Option<bool>,
+) -> Result<(), Failure> {
+    if url.is_none() && auto_update.is_none() {
+        return Err(Failure::usage(
+            "nothing to set: give --url URL|default and/or --auto-update on|off",
+        ));
+    }
+    let body = api::GeoIpSettings { url, auto_update };
+    let value = ctx.client()?.put_json("settings/geoip", &body)?;
+    ctx.show(value, |status: api::GeoIpStatus| geoip_status_text(&status))
+}
+
+pub(crate) fn geoip_lookup(ctx: &Ctx, ip: &str) -> Result<(), Failure> {
+    let value = ctx
+        .client()?
+        .get_query("geoip/lookup", &[("ip", ip.trim())])?;
+    ctx.show(value, |lookup: api::GeoLookup| geoip_lookup_text(&lookup))
+}
+
+pub(crate) fn geoip_status(ctx: &Ctx) -> Result<(), Failure> {
+    let value = ctx.client()?.get("settings/geoip")?;
+    ctx.show(value, |status: api::GeoIpStatus| geoip_status_text(&status))
+}
+
+pub(crate) fn geoip_status_text(status: &api::GeoIpStatus) -> String {
+    let none = || "-".to_string();
+    let database = match (&status.database_type, status.loaded) {
+        (_, false) => {
+            "none loaded: steering answers the defaults (run `dnz geoip download`)".to_string()
+        }
+        (Some(kind), true) if status.demo => format!("{kind} (the synthetic demo database)"),
+        (Some(kind), true) => kind.clone(),
+        (None, true) => "loaded".to_string(),
+    };
+    let file = match (status.file_size, status.file_modified) {
+        (Some(size), Some(modified)) => format!(
+            "{} ({}, written {})",
+            status.path,
+            human_size(size),
+            format_unix_time(modified)
+        ),
+        (Some(size), None) => format!("{} ({})", status.path, human_size(size)),
+        _ => format!("{} (not there yet)", status.path),
+    };
+    let source = if status.default_url {
+        format!("{} (default: DB-IP IP-to-Country Lite)", status.url)
+    } else {
+        status.url.clone()
+    };
+    let last = match (status.last_download, status.last_result.as_deref()) {
+        (Some(when), Some("ok")) => format!(
+            "{} ok, from {}",
+            format_unix_time(when),
+            status.last_url.as_deref().unwrap_or("?")
+        ),
+        (Some(when), _) => format!(
+            "{} failed: {}",
+            format_unix_time(when),
+            status.last_error.as_deref().unwrap_or("unknown error")
+        ),
+        (None, _) => "never".to_string(),
+    };
+    let next = match (status.auto_update, status.next_download) {
+        (false, _) => "- (auto update is off)".to_string(),
+        (true, Some(when)) => format_unix_time(when),
+        (true, None) => "- (after the first download)".to_string(),
+    };
+    pairs(&[
+        ("database", database),
+        (
+            "description",
+            status.description.clone().unwrap_or_else(none),
+        ),
+        (
+            "built",
+            status
+                .build_epoch
+                .map(format_unix_time)
+                .unwrap_or_else(none),
+        ),
+        ("file", file),
+        ("source", source),
+        (
+            "attribution",
+            status.attribution.clone().unwrap_or_else(none),
+        ),
+        (
+            "auto update",
+            if status.auto_update { "on" } else { "off" }.to_string(),
+        ),
+        ("last download", last),
+        ("next download", next),
+    ])
+}
+
+pub(crate) fn geoip_lookup_text(lookup: &api::GeoLookup) -> String {
+    let none = || "-".to_string();
+    pairs(&[
+        ("address", lookup.address.clone()),
+        ("country", lookup.country.clone().unwrap_or_else(none)),
+        ("continent", lookup.continent.clone().unwrap_or_else(none)),
+        ("network", lookup.network.clone().unwrap_or_else(none)),
+        ("status", lookup.status.clone()),
+    ])
+}
+
+fn human_size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MB", bytes as f64 / f64::from(1u32 << 20))
+    } else if bytes >= 1 << 10 {
+        format!("{:.1} KB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
 // ---- helpers -----------------------------------------------------------------------------
 
 /// A delete answered 204 (nothing to print in `--json`) or with what it removed.
@@ -420,6 +552,7 @@ mod tests {
             ttl: 300,
             value: "\"a b\"".into(),
             steering: None,
+            health: None,
         };
         assert_eq!(
             records_table(&[record]),
@@ -444,6 +577,60 @@ mod tests {
         assert_eq!(
             tokens_table(&tokens),
             "ID  NAME  USER   CREATED\n3   ci    alice  2023-11-14 22:13:20\n"
+        );
+    }
+
+    #[test]
+    fn geoip_texts() {
+        let status = api::GeoIpStatus {
+            path: "/var/lib/dnz/geoip-country.mmdb".into(),
+            file_size: Some(8_207_345),
+            file_modified: Some(1_700_000_000),
+            loaded: true,
+            database_type: Some("DBIP-Country-Lite".into()),
+            url: "https://download.db-ip.com/free/dbip-country-lite-{year}-{month}.mmdb.gz".into(),
+            default_url: true,
+            auto_update: true,
+            last_download: Some(1_700_000_000),
+            last_result: Some("failed".into()),
+            last_error: Some("download failed: HTTP 500 from http://x".into()),
+            next_download: Some(1_700_086_400),
+            attribution: Some("IP Geolocation by DB-IP".into()),
+            ..Default::default()
+        };
+        let text = geoip_status_text(&status);
+        assert!(
+            text.starts_with("database       DBIP-Country-Lite\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("attribution    IP Geolocation by DB-IP\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(7.8 MB, written 2023-11-14 22:13:20)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "last download  2023-11-14 22:13:20 failed: download failed: HTTP 500 from http://x\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("next download  2023-11-15 22:13:20\n"),
+            "{text}"
+        );
+        let lookup = api::GeoLookup {
+            address: "8.8.8.8".into(),
+            country: Some("US".into()),
+            continent: Some("NA".into()),
+            network: Some("8.8.8.0/24".into()),
+            status: "placed".into(),
+        };
+        assert_eq!(
+            geoip_lookup_text(&lookup),
+            "address    8.8.8.8\ncountry    US\ncontinent  NA\nnetwork    8.8.8.0/24\nstatus     placed\n"
         );
     }
 }

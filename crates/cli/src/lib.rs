@@ -83,6 +83,9 @@ pub enum Command {
         #[arg(long, value_name = "PREFIX")]
         ecs: Option<String>,
     },
+    /// The GeoIP database: download, source and monthly updates, lookups
+    #[command(subcommand)]
+    Geoip(GeoipCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -203,6 +206,36 @@ pub enum TokenCommand {
     Delete { id: i64 },
 }
 
+#[derive(Subcommand, Debug)]
+pub enum GeoipCommand {
+    /// Download the database from its source now, check it and swap it in (superadmin)
+    Download,
+    /// Change the download source or the monthly updates (superadmin)
+    Set {
+        /// Source URL (`{year}` and `{month}` are filled in; .gz and .tar.gz are unpacked), or
+        /// `default` for DB-IP IP-to-Country Lite
+        #[arg(long, value_name = "URL|default")]
+        url: Option<String>,
+        /// Download a new database every month
+        #[arg(long, value_enum, value_name = "on|off")]
+        auto_update: Option<AutoUpdateArg>,
+    },
+    /// Show what GeoDNS sees for an address: country, continent, network
+    Lookup {
+        #[arg(value_name = "IP")]
+        ip: String,
+    },
+    /// Show the database in use, its source, and the last and next downloads
+    Status,
+}
+
+/// `--auto-update on|off`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoUpdateArg {
+    On,
+    Off,
+}
+
 /// A user's role on the command line.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoleArg {
@@ -286,8 +319,22 @@ fn dispatch(global: GlobalArgs, command: Command) -> Result<(), Failure> {
             RecordCommand::Steering { zone } => steer::record_steering(&ctx(global), &zone),
         },
         Command::Login(LoginArgs { user, password }) => login(&ctx(global), user, password),
-        Command::Explain { name, rtype, client, ecs } => {
-            steer::explain(&ctx(global), &name, &rtype, &client, ecs.as_deref())
+        Command::Explain {
+            name,
+            rtype,
+            client,
+            ecs,
+        } => steer::explain(&ctx(global), &name, &rtype, &client, ecs.as_deref()),
+        Command::Geoip(geoip) => {
+            let ctx = ctx(global);
+            match geoip {
+                GeoipCommand::Download => geoip_download(&ctx),
+                GeoipCommand::Set { url, auto_update } => {
+                    geoip_set(&ctx, url, auto_update.map(|a| a == AutoUpdateArg::On))
+                }
+                GeoipCommand::Lookup { ip } => geoip_lookup(&ctx, &ip),
+                GeoipCommand::Status => geoip_status(&ctx),
+            }
         }
         Command::User(user) => {
             let ctx = ctx(global);

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use api::{CheckSpec, Explain, Record, RecordSpec, SteeringSpec};
+use api::{CheckResult, CheckSpec, CheckTest, Explain, Record, RecordSpec, SteeringSpec};
 use clap::Args;
 
 use crate::client::segment;
@@ -69,20 +69,28 @@ pub struct SteerArgs {
     /// Remove the steering and keep the record
     #[arg(long)]
     pub off: bool,
+    /// Run the check once now and print the verdict; nothing is saved
+    #[arg(long)]
+    pub test: bool,
 }
 
 fn list(text: &str) -> Vec<String> {
     if text.eq_ignore_ascii_case("none") {
         return Vec::new();
     }
-    text.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    text.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn on_off(text: &str, flag: &str) -> Result<bool, Failure> {
     match text {
         "on" | "true" | "yes" => Ok(true),
         "off" | "false" | "no" => Ok(false),
-        other => Err(Failure::usage(format!("--{flag} takes on or off, not {other:?}"))),
+        other => Err(Failure::usage(format!(
+            "--{flag} takes on or off, not {other:?}"
+        ))),
     }
 }
 
@@ -99,7 +107,9 @@ impl SteerArgs {
             steering.weight = if weight.eq_ignore_ascii_case("none") {
                 None
             } else {
-                Some(weight.parse().map_err(|_| Failure::usage(format!("--weight takes a number or none, not {weight:?}")))?)
+                Some(weight.parse().map_err(|_| {
+                    Failure::usage(format!("--weight takes a number or none, not {weight:?}"))
+                })?)
             };
         }
         if let Some(backup) = &self.backup {
@@ -119,7 +129,9 @@ impl SteerArgs {
         match self.check.as_deref() {
             Some("none") => {
                 if check_options {
-                    return Err(Failure::usage("--check none removes the check; it takes no check options"));
+                    return Err(Failure::usage(
+                        "--check none removes the check; it takes no check options",
+                    ));
                 }
                 steering.check = None;
                 return Ok(steering);
@@ -129,7 +141,9 @@ impl SteerArgs {
                 steering.check = Some(keep.unwrap_or_else(|| empty_check(kind)));
             }
             None if check_options && steering.check.is_none() => {
-                return Err(Failure::usage("check options need --check KIND (the record has no check yet)"));
+                return Err(Failure::usage(
+                    "check options need --check KIND (the record has no check yet)",
+                ));
             }
             None => {}
         }
@@ -137,7 +151,10 @@ impl SteerArgs {
             macro_rules! set {
                 ($($field:ident),*) => { $( if let Some(v) = &self.$field { check.$field = Some(v.clone()); } )* };
             }
-            set!(port, path, host, method, status, body, payload, interval, timeout, down_after, up_after);
+            set!(
+                port, path, host, method, status, body, payload, interval, timeout, down_after,
+                up_after
+            );
         }
         Ok(steering)
     }
@@ -164,29 +181,63 @@ fn empty_check(kind: &str) -> CheckSpec {
 fn find<'a>(records: &'a [Record], name: &str, rtype: &str, address: IpAddr) -> Option<&'a Record> {
     let name = name.to_ascii_lowercase();
     records.iter().find(|r| {
-        let same_name = if name.ends_with('.') { r.fqdn.eq_ignore_ascii_case(&name) } else { r.name.eq_ignore_ascii_case(&name) };
-        same_name && r.rtype.eq_ignore_ascii_case(rtype) && r.value.parse::<IpAddr>().is_ok_and(|a| a == address)
+        let same_name = if name.ends_with('.') {
+            r.fqdn.eq_ignore_ascii_case(&name)
+        } else {
+            r.name.eq_ignore_ascii_case(&name)
+        };
+        same_name
+            && r.rtype.eq_ignore_ascii_case(rtype)
+            && r.value.parse::<IpAddr>().is_ok_and(|a| a == address)
     })
 }
 
 pub(crate) fn record_steer(ctx: &Ctx, args: SteerArgs) -> Result<(), Failure> {
     let rtype = args.rtype.to_ascii_uppercase();
-    let address: IpAddr = args
-        .address
-        .parse()
-        .map_err(|_| Failure::usage(format!("{:?} is not an IPv4 or IPv6 address", args.address)))?;
+    let address: IpAddr = args.address.parse().map_err(|_| {
+        Failure::usage(format!("{:?} is not an IPv4 or IPv6 address", args.address))
+    })?;
     let client = ctx.client()?;
     let zone = segment(&args.zone);
     let records: Vec<Record> = client.get(&format!("zones/{zone}/records"))?.decode()?;
     let found = find(&records, &args.name, &rtype, address);
+    if args.test {
+        let current = found.and_then(|r| r.steering.clone()).unwrap_or_default();
+        let Some(check) = args.apply(current)?.check else {
+            return Err(Failure::usage(
+                "--test needs a check: give --check KIND or steer a record that has one",
+            ));
+        };
+        let name = match found {
+            Some(record) => record.fqdn.clone(),
+            None if args.name.ends_with('.') => args.name.clone(),
+            None if args.name == "@" => args.zone.clone(),
+            None => format!("{}.{}", args.name, args.zone.trim_end_matches('.')),
+        };
+        let body = CheckTest {
+            address: address.to_string(),
+            name: Some(name),
+            check,
+        };
+        let value = client.post_json("checks/test", &body)?;
+        return ctx.show(value, |result: CheckResult| render_check_result(&result));
+    }
     let value = match (found, args.off) {
-        (Some(record), true) => client.delete(&format!("zones/{zone}/records/{}/steering", record.id), &[])?,
+        (Some(record), true) => {
+            client.delete(&format!("zones/{zone}/records/{}/steering", record.id), &[])?
+        }
         (None, true) => {
-            return Err(Failure::runtime(format!("no {rtype} record {address} at {} in {}", args.name, args.zone)));
+            return Err(Failure::runtime(format!(
+                "no {rtype} record {address} at {} in {}",
+                args.name, args.zone
+            )));
         }
         (Some(record), false) => {
             let steering = args.apply(record.steering.clone().unwrap_or_default())?;
-            client.put_json(&format!("zones/{zone}/records/{}/steering", record.id), &steering)?
+            client.put_json(
+                &format!("zones/{zone}/records/{}/steering", record.id),
+                &steering,
+            )?
         }
         (None, false) => {
             let spec = RecordSpec {
@@ -199,25 +250,65 @@ pub(crate) fn record_steer(ctx: &Ctx, args: SteerArgs) -> Result<(), Failure> {
             client.post_json(&format!("zones/{zone}/records"), &spec)?
         }
     };
-    ctx.show(value, |record: Record| steering_table(std::slice::from_ref(&record)))
+    ctx.show(value, |record: Record| {
+        steering_table(std::slice::from_ref(&record))
+    })
 }
 
 pub(crate) fn record_steering(ctx: &Ctx, zone: &str) -> Result<(), Failure> {
-    let value = ctx.client()?.get(&format!("zones/{}/records", segment(zone)))?;
+    let value = ctx
+        .client()?
+        .get(&format!("zones/{}/records", segment(zone)))?;
     if ctx.global.json {
         let records: Vec<Record> = value.decode()?;
         let steered: Vec<&Record> = records.iter().filter(|r| r.steering.is_some()).collect();
-        let text = serde_json::to_string_pretty(&steered).map_err(|e| Failure::runtime(e.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(&steered).map_err(|e| Failure::runtime(e.to_string()))?;
         return out(format!("{text}\n").as_bytes());
     }
     let records: Vec<Record> = value.decode()?;
-    let steered: Vec<Record> = records.into_iter().filter(|r| r.steering.is_some()).collect();
+    let steered: Vec<Record> = records
+        .into_iter()
+        .filter(|r| r.steering.is_some())
+        .collect();
     out(steering_table(&steered).as_bytes())
 }
 
-/// One row per steered record: where it answers, its weight, backup and check.
+/// The verdict of a check run now.
+pub(crate) fn render_check_result(result: &CheckResult) -> String {
+    let verdict = if result.healthy {
+        "healthy"
+    } else {
+        "unhealthy"
+    };
+    let status = result
+        .status
+        .map(|s| format!(", status {s}"))
+        .unwrap_or_default();
+    let reason = result
+        .reason
+        .as_ref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    format!("{verdict}{status}, {} ms{reason}\n", result.latency_ms)
+}
+
+/// One row per steered record: where it answers, its weight, backup, check and health.
 pub(crate) fn steering_table(records: &[Record]) -> String {
-    let mut table = Table::new(&["ID", "NAME", "TYPE", "ADDRESS", "COUNTRIES", "CONTINENTS", "WEIGHT", "BACKUP", "CHECK"]);
+    let mut table = Table::new(&[
+        "ID",
+        "NAME",
+        "TYPE",
+        "ADDRESS",
+        "COUNTRIES",
+        "CONTINENTS",
+        "WEIGHT",
+        "BACKUP",
+        "CHECK",
+        "HEALTH",
+        "SINCE",
+        "REASON",
+    ]);
     for record in records {
         let steering = record.steering.clone().unwrap_or_default();
         let or_dash = |v: String| if v.is_empty() { "-".to_string() } else { v };
@@ -236,15 +327,44 @@ pub(crate) fn steering_table(records: &[Record]) -> String {
             record.value.clone(),
             or_dash(steering.countries.join(",")),
             or_dash(steering.continents.join(",")),
-            steering.weight.map(|w| w.to_string()).unwrap_or_else(|| "-".into()),
-            if steering.backup { "yes".into() } else { "-".into() },
+            steering
+                .weight
+                .map(|w| w.to_string())
+                .unwrap_or_else(|| "-".into()),
+            if steering.backup {
+                "yes".into()
+            } else {
+                "-".into()
+            },
             check,
+            record
+                .health
+                .as_ref()
+                .map(|h| h.state.clone())
+                .unwrap_or_else(|| "-".into()),
+            record
+                .health
+                .as_ref()
+                .and_then(|h| h.since)
+                .map(crate::table::format_unix_time)
+                .unwrap_or_else(|| "-".into()),
+            record
+                .health
+                .as_ref()
+                .and_then(|h| h.reason.clone())
+                .unwrap_or_else(|| "-".into()),
         ]);
     }
     table.render()
 }
 
-pub(crate) fn explain(ctx: &Ctx, name: &str, rtype: &str, client_ip: &str, ecs: Option<&str>) -> Result<(), Failure> {
+pub(crate) fn explain(
+    ctx: &Ctx,
+    name: &str,
+    rtype: &str,
+    client_ip: &str,
+    ecs: Option<&str>,
+) -> Result<(), Failure> {
     let mut query = vec![("name", name), ("type", rtype), ("client", client_ip)];
     if let Some(ecs) = ecs {
         query.push(("ecs", ecs));
@@ -261,7 +381,11 @@ pub(crate) fn render_explain(explain: &Explain) -> String {
             (Some(country), None) => country.clone(),
             _ => client.status.clone(),
         };
-        let network = client.network.as_ref().map(|n| format!(", network {n}")).unwrap_or_default();
+        let network = client
+            .network
+            .as_ref()
+            .map(|n| format!(", network {n}"))
+            .unwrap_or_default();
         text.push_str(&format!("client  {}: {place}{network}\n", client.address));
     }
     for step in &explain.steps {
@@ -289,16 +413,26 @@ mod tests {
         let current = SteeringSpec {
             countries: vec!["ID".into()],
             weight: Some(3),
-            check: Some(CheckSpec { port: Some(8443), ..empty_check("https") }),
+            check: Some(CheckSpec {
+                port: Some(8443),
+                ..empty_check("https")
+            }),
             ..Default::default()
         };
-        let args = SteerArgs { continents: Some("EU".into()), path: Some("/health".into()), ..Default::default() };
+        let args = SteerArgs {
+            continents: Some("EU".into()),
+            path: Some("/health".into()),
+            ..Default::default()
+        };
         let next = args.apply(current.clone()).unwrap();
         assert_eq!(next.countries, ["ID"]);
         assert_eq!(next.continents, ["EU"]);
         assert_eq!(next.weight, Some(3));
         let check = next.check.unwrap();
-        assert_eq!((check.port, check.path.as_deref()), (Some(8443), Some("/health")));
+        assert_eq!(
+            (check.port, check.path.as_deref()),
+            (Some(8443), Some("/health"))
+        );
         let cleared = SteerArgs {
             countries: Some("none".into()),
             weight: Some("none".into()),
@@ -307,7 +441,16 @@ mod tests {
         }
         .apply(current)
         .unwrap();
-        assert!(cleared.countries.is_empty() && cleared.weight.is_none() && cleared.check.is_none());
-        assert!(SteerArgs { weight: Some("x".into()), ..Default::default() }.apply(SteeringSpec::default()).is_err());
+        assert!(
+            cleared.countries.is_empty() && cleared.weight.is_none() && cleared.check.is_none()
+        );
+        assert!(
+            SteerArgs {
+                weight: Some("x".into()),
+                ..Default::default()
+            }
+            .apply(SteeringSpec::default())
+            .is_err()
+        );
     }
 }

@@ -274,10 +274,15 @@ impl GeoDb {
         let size = bytes.len() as u64;
         let reader =
             maxminddb::Reader::from_source(bytes).map_err(|e| GeoError::Open(e.to_string()))?;
-        reader
-            .verify()
-            .map_err(|e| GeoError::Verify(e.to_string()))?;
         let metadata = reader.metadata();
+        // `verify()` refuses a database on an empty description map alone, before it looks
+        // at the tree or the data; ip-location-db's real DB-IP files have one. Those are
+        // checked by the country-data walk below, and lookups never panic on bad data.
+        if !metadata.description.is_empty() {
+            reader
+                .verify()
+                .map_err(|e| GeoError::Verify(e.to_string()))?;
+        }
         let info = DbInfo {
             database_type: metadata.database_type.clone(),
             description: metadata.description.get("en").cloned().unwrap_or_default(),
@@ -419,6 +424,22 @@ mod tests {
         assert_eq!(at("2001:db8:4000::1").prefix_len, 34);
         assert_eq!(at("8.8.8.8").kind, PlaceKind::NotInDatabase);
         assert!(db.info.description.contains("synthetic"));
+    }
+
+    #[test]
+    fn a_database_without_a_description_is_read() {
+        let mut writer = mmdb_writer::Writer::builder("dbip-country").build();
+        writer
+            .insert_value(
+                "192.0.2.0/24".parse::<mmdb_writer::ipnet::IpNet>().unwrap(),
+                mmdb_writer::Value::map([("country_code", "DE")]),
+            )
+            .unwrap();
+        let db = GeoDb::from_bytes(writer.to_bytes().unwrap()).unwrap();
+        assert_eq!(db.info.description, "");
+        let at = db.locate("192.0.2.1".parse().unwrap());
+        assert_eq!(at.country, Country::parse("DE"));
+        assert_eq!(at.continent, Some(Continent::Eu));
     }
 
     #[test]

@@ -40,6 +40,12 @@ pub struct ServeArgs {
     /// Answer CH TXT version.bind with this text (off when unset).
     #[arg(long, env = "DNZ_VERSION_BIND")]
     pub version_bind: Option<String>,
+    /// Extra trusted CA certificate (PEM) for https health checks; repeat for several.
+    #[arg(long = "check-ca", env = "DNZ_CHECK_CA", value_delimiter = ',')]
+    pub check_ca: Vec<PathBuf>,
+    /// Most health checks in flight at once. Default 256.
+    #[arg(long, env = "DNZ_CHECK_CONCURRENCY")]
+    pub check_concurrency: Option<usize>,
     /// Answer CH TXT id.server / hostname.bind with this text (off when unset).
     #[arg(long, env = "DNZ_SERVER_ID")]
     pub server_id: Option<String>,
@@ -59,6 +65,8 @@ struct FileConfig {
     tcp_max_connections: Option<usize>,
     version_bind: Option<String>,
     server_id: Option<String>,
+    check_ca: Option<Vec<PathBuf>>,
+    check_concurrency: Option<usize>,
 }
 
 /// Validated settings.
@@ -74,6 +82,8 @@ pub struct ServeConfig {
     pub tcp_max_connections: usize,
     pub version_bind: Option<String>,
     pub server_id: Option<String>,
+    pub check_ca: Vec<PathBuf>,
+    pub check_concurrency: usize,
 }
 
 impl ServeArgs {
@@ -144,6 +154,16 @@ impl ServeArgs {
             tcp_max_connections: max_conn,
             version_bind: self.version_bind.or(file.version_bind),
             server_id: self.server_id.or(file.server_id),
+            check_ca: if self.check_ca.is_empty() {
+                file.check_ca.unwrap_or_default()
+            } else {
+                self.check_ca
+            },
+            check_concurrency: self
+                .check_concurrency
+                .or(file.check_concurrency)
+                .unwrap_or(256)
+                .max(1),
         })
     }
 }

@@ -26,6 +26,8 @@ pub struct AppState {
     pub manager: Arc<Manager>,
     pub metrics: Arc<Metrics>,
     pub limiter: Arc<LoginLimiter>,
+    pub geoip: Arc<crate::geoip::GeoIp>,
+    pub prober: ::health::probe::Prober,
 }
 
 impl AppState {
@@ -51,6 +53,8 @@ pub enum ApiError {
     Invalid(Vec<model::FieldError>),
     TooManyRequests(u64),
     Internal(String),
+    /// An upstream server failed us (a GeoIP download); nothing was changed.
+    BadGateway(String),
 }
 
 impl From<ManageError> for ApiError {
@@ -130,6 +134,7 @@ impl IntoResponse for ApiError {
                 tracing::error!(error = %message, "API call failed");
                 plain(StatusCode::INTERNAL_SERVER_ERROR, message, None)
             }
+            ApiError::BadGateway(message) => plain(StatusCode::BAD_GATEWAY, message, None),
         }
     }
 }
@@ -237,12 +242,23 @@ pub fn router(state: AppState) -> Router {
             axum::routing::put(set_steering).delete(remove_steering),
         )
         .route("/api/v1/explain", get(explain))
+        .route("/api/v1/checks/test", post(test_check))
+        .route(
+            "/api/v1/zones/{zone}/records/{id}/health-events",
+            get(health_events),
+        )
         .route("/api/v1/zones/{zone}/import", post(import_zone))
         .route("/api/v1/zones/{zone}/export", get(export_zone))
         .route("/api/v1/users", get(list_users).post(create_user))
         .route("/api/v1/users/{name}", delete(delete_user))
         .route("/api/v1/tokens", get(list_tokens).post(create_token))
         .route("/api/v1/tokens/{id}", delete(delete_token))
+        .route(
+            "/api/v1/settings/geoip",
+            get(geoip_status).put(geoip_settings),
+        )
+        .route("/api/v1/settings/geoip/download", post(geoip_download))
+        .route("/api/v1/geoip/lookup", get(geoip_lookup))
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
         .layer(tower_http::limit::RequestBodyLimitLayer::new(64 << 20))
         .with_state(state)
@@ -430,6 +446,57 @@ async fn remove_steering(
 ) -> ApiResult<Json<api::Record>> {
     who.require(Role::Editor)?;
     Ok(Json(state.manager.set_steering(&zone, id, None).await?))
+}
+
+/// Runs one check now without saving (the dashboard's and CLI's "Test now").
+async fn test_check(
+    State(state): State<AppState>,
+    who: Principal,
+    JsonBody(body): JsonBody<api::CheckTest>,
+) -> ApiResult<Json<api::CheckResult>> {
+    use model::steering::Validate as _;
+    who.require(Role::Editor)?;
+    let address: std::net::IpAddr = body.address.parse().map_err(|_| {
+        ApiError::Invalid(vec![model::FieldError::new(
+            "address",
+            format!("{:?} is not an IP address", body.address),
+        )])
+    })?;
+    let check = body.check.validate("check.").map_err(ApiError::Invalid)?;
+    let host = match (&check.host, &body.name) {
+        (Some(host), _) => host.clone(),
+        (None, Some(name)) => name.trim_end_matches('.').to_string(),
+        (None, None) => address.to_string(),
+    };
+    let target = ::health::probe::Target {
+        address,
+        host,
+        config: check,
+    };
+    Ok(Json(crate::health::test_check(&state.prober, target).await))
+}
+
+async fn health_events(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((zone, id)): Path<(String, i64)>,
+) -> ApiResult<Json<Vec<api::HealthEvent>>> {
+    who.require(Role::Viewer)?;
+    state.manager.has_record(&zone, id).await?;
+    let events = state.store().health_events(id).await?;
+    Ok(Json(
+        events
+            .into_iter()
+            .map(|e| api::HealthEvent {
+                time: e.time,
+                old_state: e.old_state,
+                new_state: e.new_state,
+                reason: e.reason,
+                status: e.status,
+                latency_ms: e.latency_ms,
+            })
+            .collect(),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -669,4 +736,79 @@ async fn delete_token(
         return Err(ApiError::NotFound(format!("no token {id}")));
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+// ---- GeoIP -------------------------------------------------------------------------------
+
+impl From<crate::geoip::SettingsError> for ApiError {
+    fn from(e: crate::geoip::SettingsError) -> ApiError {
+        match e {
+            crate::geoip::SettingsError::Invalid { field, message } => {
+                ApiError::Invalid(vec![model::FieldError::new(field, message)])
+            }
+            crate::geoip::SettingsError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::geoip::DownloadError> for ApiError {
+    fn from(e: crate::geoip::DownloadError) -> ApiError {
+        if e.is_internal() {
+            ApiError::Internal(e.to_string())
+        } else {
+            ApiError::BadGateway(e.to_string())
+        }
+    }
+}
+
+async fn geoip_status(
+    State(state): State<AppState>,
+    who: Principal,
+) -> ApiResult<Json<api::GeoIpStatus>> {
+    who.require(Role::Viewer)?;
+    Ok(Json(state.geoip.status().await?))
+}
+
+async fn geoip_settings(
+    State(state): State<AppState>,
+    who: Principal,
+    JsonBody(body): JsonBody<api::GeoIpSettings>,
+) -> ApiResult<Json<api::GeoIpStatus>> {
+    who.require(Role::Superadmin)?;
+    Ok(Json(state.geoip.update_settings(&body).await?))
+}
+
+async fn geoip_download(
+    State(state): State<AppState>,
+    who: Principal,
+) -> ApiResult<Json<api::GeoIpStatus>> {
+    who.require(Role::Superadmin)?;
+    Ok(Json(
+        state.geoip.download(crate::geoip::Trigger::Manual).await?,
+    ))
+}
+
+#[derive(Deserialize)]
+struct GeoLookupQuery {
+    ip: Option<String>,
+}
+
+async fn geoip_lookup(
+    State(state): State<AppState>,
+    who: Principal,
+    query: Result<Query<GeoLookupQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<api::GeoLookup>> {
+    who.require(Role::Viewer)?;
+    let Query(query) = query.map_err(|e| ApiError::BadRequest {
+        message: e.body_text(),
+        field: None,
+    })?;
+    let text = query.ip.unwrap_or_default();
+    let address: std::net::IpAddr = text.trim().parse().map_err(|_| {
+        ApiError::Invalid(vec![model::FieldError::new(
+            "ip",
+            format!("{text:?} is not an IP address"),
+        )])
+    })?;
+    Ok(Json(state.geoip.lookup(address)))
 }

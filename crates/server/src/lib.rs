@@ -9,6 +9,8 @@ pub mod config;
 pub mod demo;
 pub mod dns;
 pub mod explain;
+pub mod geoip;
+pub mod health;
 pub mod http;
 pub mod manage;
 pub mod metrics;
@@ -45,21 +47,8 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     if config.demo {
         demo::load(&manager).await?;
     }
-    let geoip_path = config.data_dir.join("geoip-country.mmdb");
-    if geoip_path.exists() {
-        match geo::GeoDb::open(&geoip_path) {
-            Ok(db) => manager.set_geo(Arc::new(db)),
-            Err(e) => {
-                tracing::error!(path = %geoip_path.display(), error = %e, "GeoIP database not loaded")
-            }
-        }
-    } else if config.demo {
-        // Only the demo: real placement needs a real database (`dnz geoip download`).
-        match geo::GeoDb::from_bytes(geo::demo::database()) {
-            Ok(db) => manager.set_geo(Arc::new(db)),
-            Err(e) => tracing::error!(error = %e, "demo GeoIP database not built"),
-        }
-    }
+    // `<data dir>/geoip-country.mmdb` (or the demo's), and its monthly updates.
+    let geoip = geoip::GeoIp::start(manager.clone(), &config.data_dir, config.demo).await;
     if config.version_bind.is_some() || config.server_id.is_some() {
         let chaos = model::snapshot::Chaos::new(
             config.version_bind.as_deref(),
@@ -107,10 +96,30 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
         )));
     }
 
+    // Health checks: extra trusted CAs for private PKI, then one task per distinct target.
+    let mut extra_ca = Vec::new();
+    for path in &config.check_ca {
+        extra_ca.push(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --check-ca {}", path.display()))?,
+        );
+    }
+    let prober = ::health::probe::Prober::new(&extra_ca)
+        .map_err(|e| anyhow::anyhow!("health checks: {e}"))?;
+    let runner = health::HealthRunner::new(
+        manager.clone(),
+        prober.clone(),
+        metrics.clone(),
+        config.check_concurrency,
+    );
+    let health_task = runner.start().await?;
+
     let state = http::AppState {
         manager: manager.clone(),
         metrics: metrics.clone(),
         limiter: Arc::new(auth::LoginLimiter::new()),
+        geoip: geoip.clone(),
+        prober: prober.clone(),
     };
     let listener = tokio::net::TcpListener::bind(config.http)
         .await
@@ -144,6 +153,7 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     for worker in workers {
         let _ = worker.join();
     }
+    health_task.abort();
     store.close().await;
     tracing::info!("stopped");
     Ok(())

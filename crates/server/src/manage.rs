@@ -4,7 +4,7 @@
 //! Writes are serialised by one async mutex that holds the desired state; the query path
 //! never takes it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -71,6 +71,20 @@ pub struct Manager {
     snapshot: Arc<ArcSwap<Snapshot>>,
     zones: Mutex<BTreeMap<Dname, ZoneConfig>>,
     metrics: Arc<Metrics>,
+    /// Health of check targets by key, kept by the health runner, shown with records.
+    health: std::sync::RwLock<HashMap<u64, api::HealthInfo>>,
+    /// Bumped on every change of zones, so the health runner can follow the checks.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+/// A checked target as the zones name it: one per (key, record).
+#[derive(Clone, Debug)]
+pub struct CheckedRecord {
+    pub key: u64,
+    pub record_id: i64,
+    pub address: std::net::IpAddr,
+    pub host: String,
+    pub check: model::steering::CheckConfig,
 }
 
 fn to_api_zone(zone: &ZoneConfig) -> api::Zone {
@@ -91,6 +105,19 @@ fn to_api_zone(zone: &ZoneConfig) -> api::Zone {
     }
 }
 
+/// The address of A or AAAA rdata.
+pub fn ip_of(rdata: &Rdata) -> Option<std::net::IpAddr> {
+    match rdata.as_wire().len() {
+        4 => <[u8; 4]>::try_from(rdata.as_wire())
+            .ok()
+            .map(std::net::IpAddr::from),
+        16 => <[u8; 16]>::try_from(rdata.as_wire())
+            .ok()
+            .map(std::net::IpAddr::from),
+        _ => None,
+    }
+}
+
 fn to_api_record(zone: &ZoneConfig, record: &RecordConfig) -> api::Record {
     api::Record {
         id: record.id,
@@ -100,6 +127,7 @@ fn to_api_record(zone: &ZoneConfig, record: &RecordConfig) -> api::Record {
         ttl: record.ttl,
         value: record.rdata.to_text(record.rtype),
         steering: record.steering.as_ref().map(|s| s.to_spec()),
+        health: None,
     }
 }
 
@@ -180,6 +208,8 @@ impl Manager {
             snapshot,
             zones: Mutex::new(map),
             metrics,
+            health: Default::default(),
+            changes: tokio::sync::watch::channel(0).0,
         })
     }
 
@@ -210,6 +240,88 @@ impl Manager {
         self.snapshot
             .rcu(|current| current.with_zone(compiled.clone()));
         self.metrics.snapshot_swaps.inc();
+        self.changes.send_modify(|generation| *generation += 1);
+    }
+
+    /// Swaps in new health states: failing checks leave the answers at once.
+    pub fn set_health(&self, health: Arc<model::snapshot::HealthTable>) {
+        self.snapshot
+            .rcu(|current| current.with_health(health.clone()));
+        self.metrics.snapshot_swaps.inc();
+    }
+
+    /// Follows changes of the zones (for the health runner).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Sets what the API shows of a target's health.
+    pub fn set_health_info(&self, key: u64, info: Option<api::HealthInfo>) {
+        if let Ok(mut health) = self.health.write() {
+            match info {
+                Some(info) => health.insert(key, info),
+                None => health.remove(&key),
+            };
+        }
+    }
+
+    /// Every checked record of every zone.
+    pub async fn checked_records(&self) -> Vec<CheckedRecord> {
+        let zones = self.zones.lock().await;
+        let mut out = Vec::new();
+        for zone in zones.values() {
+            for record in &zone.records {
+                let Some(check) = record.steering.as_ref().and_then(|s| s.check.as_ref()) else {
+                    continue;
+                };
+                let Some(address) = ip_of(&record.rdata) else {
+                    continue;
+                };
+                out.push(CheckedRecord {
+                    key: check.key(&record.name, &record.rdata),
+                    record_id: record.id,
+                    address,
+                    host: check.effective_host(&record.name, &record.rdata),
+                    check: check.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// The API view of a record, with the health of its check.
+    fn api_record(&self, zone: &ZoneConfig, record: &RecordConfig) -> api::Record {
+        let mut view = to_api_record(zone, record);
+        if let Some(check) = record.steering.as_ref().and_then(|s| s.check.as_ref()) {
+            let key = check.key(&record.name, &record.rdata);
+            let known = self.health.read().ok().and_then(|h| h.get(&key).cloned());
+            view.health = Some(known.unwrap_or(api::HealthInfo {
+                state: "unknown".into(),
+                since: None,
+                reason: None,
+                status: None,
+                latency_ms: None,
+                checked: None,
+            }));
+        }
+        view
+    }
+
+    /// The zone and record ids a record id belongs to, for health history lookups.
+    pub async fn has_record(&self, zone: &str, id: i64) -> Result<()> {
+        let key = Self::zone_key(zone)?;
+        let zones = self.zones.lock().await;
+        let zone = zones
+            .get(&key)
+            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
+        if zone.records.iter().any(|r| r.id == id) {
+            Ok(())
+        } else {
+            Err(ManageError::NotFound(format!(
+                "no record {id} in {}",
+                zone.name
+            )))
+        }
     }
 
     fn zone_key(name: &str) -> Result<Dname> {
@@ -304,6 +416,7 @@ impl Manager {
         }
         self.store.delete_zone(&key).await?;
         zones.remove(&key);
+        self.changes.send_modify(|generation| *generation += 1);
         self.snapshot.rcu(|current| current.without_zone(&key));
         self.metrics.snapshot_swaps.inc();
         self.metrics.zones.set(zones.len() as i64);
@@ -320,7 +433,7 @@ impl Manager {
         Ok(zone
             .records
             .iter()
-            .map(|r| to_api_record(zone, r))
+            .map(|r| self.api_record(zone, r))
             .collect())
     }
 
@@ -373,7 +486,7 @@ impl Manager {
             .records
             .iter()
             .find(|r| r.id == ids[0])
-            .map(|r| to_api_record(&zone, r));
+            .map(|r| self.api_record(&zone, r));
         record.ok_or_else(|| ManageError::NotFound("record vanished".into()))
     }
 
@@ -401,7 +514,7 @@ impl Manager {
             .records
             .iter()
             .find(|r| r.id == ids[0])
-            .map(|r| to_api_record(&zone, r));
+            .map(|r| self.api_record(&zone, r));
         record.ok_or_else(|| ManageError::NotFound("record vanished".into()))
     }
 
@@ -432,7 +545,7 @@ impl Manager {
             .records
             .iter()
             .find(|r| r.id == ids[0])
-            .map(|r| to_api_record(&zone, r));
+            .map(|r| self.api_record(&zone, r));
         record.ok_or_else(|| ManageError::NotFound("record vanished".into()))
     }
 
@@ -475,7 +588,7 @@ impl Manager {
                     .iter()
                     .filter(|r| r.name.eq_ignore_case(&name) && r.rtype == rtype)
                     .filter(|r| rdata.as_ref().is_none_or(|d| *d == r.rdata))
-                    .map(|r| to_api_record(zone, r))
+                    .map(|r| self.api_record(zone, r))
                     .collect();
                 if matching.is_empty() {
                     return Err(ManageError::NotFound(format!(

@@ -6,6 +6,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -60,6 +61,15 @@ pub struct Metrics {
     pub tcp_open: Gauge,
     pub snapshot_swaps: Counter,
     pub zones: Gauge,
+    pub health_checks: Counter,
+    pub health_latency: Histogram,
+    health_failures: Family<ReasonLabels, Counter>,
+    health_flips: Family<StateLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
 }
 
 impl Metrics {
@@ -135,7 +145,33 @@ impl Metrics {
         );
         let zones = Gauge::default();
         registry.register("zones", "Zones served", zones.clone());
+        let health_checks = Counter::default();
+        registry.register("health_checks", "Health checks run", health_checks.clone());
+        let health_latency = Histogram::new([
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ]);
+        registry.register(
+            "health_check_latency_seconds",
+            "Health check latency",
+            health_latency.clone(),
+        );
+        let health_failures = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "health_check_failures",
+            "Failed health checks by reason",
+            health_failures.clone(),
+        );
+        let health_flips = Family::<StateLabels, Counter>::default();
+        registry.register(
+            "health_state_changes",
+            "Health state changes by the new state",
+            health_flips.clone(),
+        );
         Metrics {
+            health_checks,
+            health_latency,
+            health_failures,
+            health_flips,
             registry,
             by_rcode,
             by_reason,
@@ -174,6 +210,18 @@ impl Metrics {
                 }
             }
         }
+    }
+
+    pub fn health_failure(&self, class: &'static str) {
+        self.health_failures
+            .get_or_create(&ReasonLabels { reason: class })
+            .inc();
+    }
+
+    pub fn health_flip(&self, state: &'static str) {
+        self.health_flips
+            .get_or_create(&StateLabels { state })
+            .inc();
     }
 
     pub fn render(&self) -> String {

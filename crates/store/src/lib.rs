@@ -45,6 +45,39 @@ pub struct StoredToken {
     pub created: i64,
 }
 
+/// A target's last known health.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredHealth {
+    pub key: u64,
+    pub state: String,
+    pub since: i64,
+    pub reason: Option<String>,
+}
+
+/// One state change of a target, to store.
+#[derive(Clone, Debug)]
+pub struct HealthChange<'a> {
+    pub key: u64,
+    pub record_ids: &'a [i64],
+    pub time: i64,
+    pub old_state: &'a str,
+    pub new_state: &'a str,
+    pub reason: Option<&'a str>,
+    pub status: Option<u16>,
+    pub latency_ms: Option<i64>,
+}
+
+/// One stored state change of a record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredHealthEvent {
+    pub time: i64,
+    pub old_state: String,
+    pub new_state: String,
+    pub reason: Option<String>,
+    pub status: Option<u16>,
+    pub latency_ms: Option<i64>,
+}
+
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
@@ -317,6 +350,101 @@ impl Store {
         Ok(done.rows_affected() > 0)
     }
 
+    // ---- health ----
+
+    /// Last known state of every checked target: (key, state, since, reason).
+    pub async fn health_states(&self) -> Result<Vec<StoredHealth>> {
+        let rows = sqlx::query("SELECT key, state, since, reason FROM health_states")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredHealth {
+                    key: row.try_get::<i64, _>("key")? as u64,
+                    state: row.try_get("state")?,
+                    since: row.try_get("since")?,
+                    reason: row.try_get("reason")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Records a state change: the target's state, and one event per record that uses it,
+    /// keeping the newest `keep` events per record.
+    pub async fn record_health_change(&self, change: &HealthChange<'_>, keep: i64) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO health_states (key, state, since, reason) VALUES (?, ?, ?, ?)
+             ON CONFLICT(key) DO UPDATE SET state = excluded.state, since = excluded.since, reason = excluded.reason",
+        )
+        .bind(change.key as i64)
+        .bind(change.new_state)
+        .bind(change.time)
+        .bind(change.reason)
+        .execute(&mut *tx)
+        .await?;
+        for record_id in change.record_ids {
+            sqlx::query(
+                "INSERT INTO health_events (record_id, time, old_state, new_state, reason, status, latency_ms)
+                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(record_id)
+            .bind(change.time)
+            .bind(change.old_state)
+            .bind(change.new_state)
+            .bind(change.reason)
+            .bind(change.status.map(i64::from))
+            .bind(change.latency_ms)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "DELETE FROM health_events WHERE record_id = ? AND id NOT IN
+                 (SELECT id FROM health_events WHERE record_id = ? ORDER BY id DESC LIMIT ?)",
+            )
+            .bind(record_id)
+            .bind(record_id)
+            .bind(keep)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Forgets targets no record uses any more.
+    pub async fn retain_health_states(&self, keys: &[u64]) -> Result<()> {
+        let existing = self.health_states().await?;
+        for state in existing.iter().filter(|s| !keys.contains(&s.key)) {
+            sqlx::query("DELETE FROM health_states WHERE key = ?")
+                .bind(state.key as i64)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A record's state changes, oldest first.
+    pub async fn health_events(&self, record_id: i64) -> Result<Vec<StoredHealthEvent>> {
+        let rows = sqlx::query(
+            "SELECT time, old_state, new_state, reason, status, latency_ms FROM health_events WHERE record_id = ? ORDER BY id",
+        )
+        .bind(record_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredHealthEvent {
+                    time: row.try_get("time")?,
+                    old_state: row.try_get("old_state")?,
+                    new_state: row.try_get("new_state")?,
+                    reason: row.try_get("reason")?,
+                    status: row.try_get::<Option<i64>, _>("status")?.map(|s| s as u16),
+                    latency_ms: row.try_get("latency_ms")?,
+                })
+            })
+            .collect()
+    }
+
     // ---- settings ----
 
     pub async fn setting(&self, key: &str) -> Result<Option<String>> {
@@ -496,7 +624,14 @@ mod tests {
         let mut soa = stored.soa.clone();
         soa.serial = 2;
         let ids = store
-            .change_zone(stored.id, &soa, 3600, &[], std::slice::from_ref(&www), false)
+            .change_zone(
+                stored.id,
+                &soa,
+                3600,
+                &[],
+                std::slice::from_ref(&www),
+                false,
+            )
             .await
             .unwrap();
         store.close().await;
@@ -508,6 +643,34 @@ mod tests {
         assert_eq!(loaded.soa.serial, 2);
         assert_eq!(loaded.records.len(), 2);
         assert_eq!(loaded.records[1], RecordConfig { id: ids[0], ..www });
+        // Health: the state and a bounded history per record.
+        for n in 0..5 {
+            let (old, new) = if n % 2 == 0 {
+                ("up", "down")
+            } else {
+                ("down", "up")
+            };
+            let change = HealthChange {
+                key: u64::MAX - 1,
+                record_ids: &[ids[0]],
+                time: n,
+                old_state: old,
+                new_state: new,
+                reason: Some("status 503"),
+                status: Some(503),
+                latency_ms: Some(12),
+            };
+            store.record_health_change(&change, 3).await.unwrap();
+        }
+        let events = store.health_events(ids[0]).await.unwrap();
+        assert_eq!(events.iter().map(|e| e.time).collect::<Vec<_>>(), [2, 3, 4]);
+        let states = store.health_states().await.unwrap();
+        assert_eq!(
+            (states[0].key, states[0].state.as_str()),
+            (u64::MAX - 1, "down")
+        );
+        store.retain_health_states(&[]).await.unwrap();
+        assert!(store.health_states().await.unwrap().is_empty());
         assert!(store.delete_zone(&name).await.unwrap());
         assert!(store.load_zones().await.unwrap().is_empty());
     }

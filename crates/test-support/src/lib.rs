@@ -6,6 +6,7 @@
 
 pub mod dns;
 pub mod server;
+pub mod tls;
 
 pub use dns::{DnsResponse, QueryOptions, query, query_raw};
 pub use server::{DnzServer, require_program};

@@ -1,0 +1,231 @@
+//! Health checks end to end over DNS: the failover example of SPEC §4 with a real HTTPS origin
+//! (stop it: the backup answers; start it: the primary is back, each within
+//! interval × (threshold + 1) + 1 s), fail-open and backup records acting on real checks, the
+//! per-record history and "Test now".
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use domain::base::iana::Rtype;
+use test_support::tls::{HttpsOrigin, TestPki};
+use test_support::{DnzServer, QueryOptions, query};
+
+fn answers(server: &DnzServer, name: &str) -> Vec<String> {
+    let mut got: Vec<String> = query(server.dns, name, Rtype::A, &QueryOptions::default())
+        .answer
+        .iter()
+        .map(|line| line.split_whitespace().last().unwrap_or("").to_string())
+        .collect();
+    got.sort();
+    got
+}
+
+/// Polls DNS until the answer is `want`; returns how long it took.
+fn wait_for(server: &DnzServer, name: &str, want: &[&str], limit: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        let got = answers(server, name);
+        if got == want {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{name} still answers {got:?}, not {want:?}, after {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn failover_follows_a_real_https_origin() {
+    let pki = TestPki::new("www.failover.test");
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let port = free_port();
+    let origin_addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let origin = HttpsOrigin::start(&pki, origin_addr);
+
+    let server = DnzServer::start(&["--check-ca", ca.to_str().unwrap()]);
+    server.api_ok("POST", "/api/v1/zones", Some(r#"{"name":"failover.test"}"#));
+    let check = format!(
+        r#"{{"kind":"https","port":{port},"path":"/health","interval":1,"timeout":500,"down_after":2,"up_after":2}}"#
+    );
+    let primary = format!(
+        r#"{{"name":"www","type":"A","value":"127.0.0.1","steering":{{"weight":1,"check":{check}}}}}"#
+    );
+    let primary: api::Record = serde_json::from_str(&server.api_ok(
+        "POST",
+        "/api/v1/zones/failover.test/records",
+        Some(&primary),
+    ))
+    .unwrap();
+    server.api_ok(
+        "POST",
+        "/api/v1/zones/failover.test/records",
+        Some(r#"{"name":"www","type":"A","value":"127.0.0.2","steering":{"weight":0}}"#),
+    );
+    // Healthy (or not yet checked): the primary.
+    wait_for(
+        &server,
+        "www.failover.test",
+        &["127.0.0.1"],
+        Duration::from_secs(5),
+    );
+    // Let a passing check land so the record is known up.
+    std::thread::sleep(Duration::from_millis(1500));
+
+    // Interval 1 s, down after 2: within 1 × (2 + 1) + 1 = 4 s of the stop.
+    origin.stop();
+    let took = wait_for(
+        &server,
+        "www.failover.test",
+        &["127.0.0.2"],
+        Duration::from_secs(10),
+    );
+    assert!(took <= Duration::from_secs(4), "failover took {took:?}");
+
+    // Up after 2 passes: within 4 s of the restart on the same port.
+    let origin = HttpsOrigin::start(&pki, origin_addr);
+    let took = wait_for(
+        &server,
+        "www.failover.test",
+        &["127.0.0.1"],
+        Duration::from_secs(10),
+    );
+    assert!(took <= Duration::from_secs(4), "recovery took {took:?}");
+
+    // The history has both changes, with the failing reason.
+    let events: Vec<api::HealthEvent> = serde_json::from_str(&server.api_ok(
+        "GET",
+        &format!(
+            "/api/v1/zones/failover.test/records/{}/health-events",
+            primary.id
+        ),
+        None,
+    ))
+    .unwrap();
+    let flips: Vec<(String, String)> = events
+        .iter()
+        .map(|e| (e.old_state.clone(), e.new_state.clone()))
+        .collect();
+    assert!(
+        flips.ends_with(&[("up".into(), "down".into()), ("down".into(), "up".into())]),
+        "{events:?}"
+    );
+    let down = events.iter().rev().find(|e| e.new_state == "down").unwrap();
+    assert_eq!(
+        down.reason.as_deref(),
+        Some("connection refused"),
+        "{events:?}"
+    );
+
+    // The record shows its health; the CLI table too.
+    let steering = server.cli(&["record", "steering", "failover.test"]);
+    let table = String::from_utf8_lossy(&steering.stdout);
+    assert!(
+        table.contains("HEALTH")
+            && table
+                .lines()
+                .any(|l| l.contains("127.0.0.1") && l.contains(" up ")),
+        "{table}"
+    );
+
+    // Test now: runs once, saves nothing.
+    let test = format!(r#"{{"address":"127.0.0.1","name":"www.failover.test","check":{check}}}"#);
+    let result: api::CheckResult =
+        serde_json::from_str(&server.api_ok("POST", "/api/v1/checks/test", Some(&test))).unwrap();
+    assert!(result.healthy, "{result:?}");
+    let wrong_host =
+        format!(r#"{{"address":"127.0.0.1","name":"other.failover.test","check":{check}}}"#);
+    let result: api::CheckResult =
+        serde_json::from_str(&server.api_ok("POST", "/api/v1/checks/test", Some(&wrong_host)))
+            .unwrap();
+    assert!(!result.healthy);
+    assert_eq!(
+        result.reason.as_deref(),
+        Some("TLS: certificate not valid for other.failover.test")
+    );
+    let cli = server.cli(&[
+        "record",
+        "steer",
+        "failover.test",
+        "www",
+        "A",
+        "127.0.0.1",
+        "--test",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&cli.stdout).starts_with("healthy"),
+        "{cli:?}"
+    );
+    drop(origin);
+}
+
+#[test]
+fn fail_open_and_backup_act_on_real_checks() {
+    let server = DnzServer::start(&[]);
+    server.api_ok(
+        "POST",
+        "/api/v1/zones",
+        Some(r#"{"name":"realhealth.test"}"#),
+    );
+    // A closed port: every tcp check fails with "connection refused".
+    let closed = free_port();
+    let up = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let open = up.local_addr().unwrap().port();
+    let add = |name: &str, address: &str, steering: String| {
+        let body =
+            format!(r#"{{"name":"{name}","type":"A","value":"{address}","steering":{steering}}}"#);
+        server.api_ok("POST", "/api/v1/zones/realhealth.test/records", Some(&body));
+    };
+    let tcp = |port: u16| {
+        format!(
+            r#"{{"check":{{"kind":"tcp","port":{port},"interval":1,"timeout":300,"down_after":1,"up_after":1}}}}"#
+        )
+    };
+    // All down and nothing else: all answered.
+    add("all", "127.0.0.1", tcp(closed));
+    add("all", "127.0.0.2", tcp(closed));
+    // Backup: answers only once both primaries are down.
+    add("bk", "127.0.0.1", tcp(open));
+    add("bk", "127.0.0.2", tcp(closed));
+    add("bk", "127.0.0.9", r#"{"backup":true}"#.to_string());
+    add("bk2", "127.0.0.3", tcp(closed));
+    add("bk2", "127.0.0.4", tcp(closed));
+    add("bk2", "127.0.0.9", r#"{"backup":true}"#.to_string());
+
+    wait_for(
+        &server,
+        "bk2.realhealth.test",
+        &["127.0.0.9"],
+        Duration::from_secs(10),
+    );
+    wait_for(
+        &server,
+        "bk.realhealth.test",
+        &["127.0.0.1"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        answers(&server, "all.realhealth.test"),
+        ["127.0.0.1", "127.0.0.2"]
+    );
+    let records: Vec<api::Record> =
+        serde_json::from_str(&server.api_ok("GET", "/api/v1/zones/realhealth.test/records", None))
+            .unwrap();
+    let all_down = records
+        .iter()
+        .filter(|r| r.name == "all")
+        .all(|r| r.health.as_ref().is_some_and(|h| h.state == "down"));
+    assert!(all_down, "{records:?}");
+    drop(up);
+}

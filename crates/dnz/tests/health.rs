@@ -229,3 +229,100 @@ fn fail_open_and_backup_act_on_real_checks() {
     assert!(all_down, "{records:?}");
     drop(up);
 }
+
+#[test]
+fn known_states_survive_a_restart_and_removed_checks_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    // An origin that counts the connections (checks) it gets.
+    let counting = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let counted_port = counting.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    {
+        let hits = hits.clone();
+        std::thread::spawn(move || {
+            for stream in counting.incoming() {
+                if stream.is_err() {
+                    break;
+                }
+                hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+    }
+    // An origin that accepts and never replies: each check takes its whole 900 ms timeout, so
+    // right after a restart no new result can exist yet and only the stored state decides.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let server = DnzServer::start_in(dir.path(), &[]);
+    server.api_ok("POST", "/api/v1/zones", Some(r#"{"name":"persist.test"}"#));
+    let check = format!(
+        r#"{{"kind":"tcp","port":{silent_port},"payload":"ping","body":"pong","interval":1,"timeout":900,"down_after":1,"up_after":1}}"#
+    );
+    let body = format!(
+        r#"{{"name":"www","type":"A","value":"127.0.0.1","steering":{{"check":{check}}}}}"#
+    );
+    server.api_ok("POST", "/api/v1/zones/persist.test/records", Some(&body));
+    server.api_ok(
+        "POST",
+        "/api/v1/zones/persist.test/records",
+        Some(r#"{"name":"www","type":"A","value":"127.0.0.9","steering":{"backup":true}}"#),
+    );
+    wait_for(
+        &server,
+        "www.persist.test",
+        &["127.0.0.9"],
+        Duration::from_secs(10),
+    );
+    let records: Vec<api::Record> =
+        serde_json::from_str(&server.api_ok("GET", "/api/v1/zones/persist.test/records", None))
+            .unwrap();
+    assert!(
+        records
+            .iter()
+            .any(|r| r.health.as_ref().is_some_and(|h| h.state == "down")),
+        "{records:?}"
+    );
+    assert!(server.stop().success());
+
+    let server = DnzServer::start_in(dir.path(), &[]);
+    // Right after the restart, before any new result could flip it: still down, backup answers.
+    assert_eq!(answers(&server, "www.persist.test"), ["127.0.0.9"]);
+
+    // A check on a record that is then deleted stops at once.
+    let counted = format!(r#"{{"kind":"tcp","port":{counted_port},"interval":1,"timeout":300}}"#);
+    let body = format!(
+        r#"{{"name":"count","type":"A","value":"127.0.0.1","steering":{{"check":{counted}}}}}"#
+    );
+    let record: api::Record = serde_json::from_str(&server.api_ok(
+        "POST",
+        "/api/v1/zones/persist.test/records",
+        Some(&body),
+    ))
+    .unwrap();
+    let start = Instant::now();
+    while hits.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the check never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.api_ok(
+        "DELETE",
+        &format!("/api/v1/zones/persist.test/records/{}", record.id),
+        None,
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let after_delete = hits.load(std::sync::atomic::Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        after_delete,
+        "checks went on after the record was deleted"
+    );
+}

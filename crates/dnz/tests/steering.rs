@@ -291,3 +291,40 @@ fn ecs_scope_over_dns_with_the_demo_database() {
     assert!(scope.ends_with("198.51.100.0/24/0"), "{scope}");
     assert_eq!(answer, "192.0.2.25");
 }
+
+#[test]
+fn reimporting_a_zone_file_keeps_steering_and_ids() {
+    let server = DnzServer::start(&["--demo"]);
+    let before: Vec<api::Record> =
+        serde_json::from_str(&server.api_ok("GET", "/api/v1/zones/example.com/records", None))
+            .unwrap();
+    let exported = server.api_ok("GET", "/api/v1/zones/example.com/export", None);
+    // The zone file has no steering; importing it again must not lose any.
+    let with_new = format!("{exported}new\t300\tIN\tA\t192.0.2.99\n");
+    server.api_ok("POST", "/api/v1/zones/example.com/import", Some(&with_new));
+    let after: Vec<api::Record> =
+        serde_json::from_str(&server.api_ok("GET", "/api/v1/zones/example.com/records", None))
+            .unwrap();
+    for old in before.iter().filter(|r| r.steering.is_some()) {
+        let kept = after
+            .iter()
+            .find(|r| r.id == old.id)
+            .unwrap_or_else(|| panic!("record {} lost its id", old.id));
+        assert_eq!((&kept.value, &kept.steering), (&old.value, &old.steering));
+    }
+    assert!(
+        after
+            .iter()
+            .any(|r| r.name == "new" && r.steering.is_none())
+    );
+    assert_eq!(
+        query(
+            server.dns,
+            "www.example.com",
+            Rtype::A,
+            &QueryOptions::default()
+        )
+        .answer,
+        ["www.example.com. 300 IN A 192.0.2.30"]
+    );
+}

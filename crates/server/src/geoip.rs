@@ -82,6 +82,11 @@ impl DownloadError {
     pub fn is_internal(&self) -> bool {
         matches!(self, DownloadError::Store(_) | DownloadError::Task(_))
     }
+
+    /// The reason with passwords and license keys in URLs masked, for API answers.
+    pub fn message(&self) -> String {
+        redact(&self.to_string())
+    }
 }
 
 /// Why a settings change was refused.

@@ -754,9 +754,9 @@ impl From<crate::geoip::SettingsError> for ApiError {
 impl From<crate::geoip::DownloadError> for ApiError {
     fn from(e: crate::geoip::DownloadError) -> ApiError {
         if e.is_internal() {
-            ApiError::Internal(e.to_string())
+            ApiError::Internal(e.message())
         } else {
-            ApiError::BadGateway(e.to_string())
+            ApiError::BadGateway(e.message())
         }
     }
 }

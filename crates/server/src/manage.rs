@@ -629,6 +629,26 @@ impl Manager {
             default_ttl: soa_ttl,
             records: parsed.records,
         };
+        // Zone files carry no steering: a record that was already there keeps its id, its
+        // steering and so its health history.
+        if let Some(current) = &current {
+            let mut by_content: HashMap<(Dname, model::Rtype, Rdata), &RecordConfig> = current
+                .records
+                .iter()
+                .map(|r| ((r.name.to_lowercase(), r.rtype, r.rdata.clone()), r))
+                .collect();
+            for record in &mut next.records {
+                let content = (
+                    record.name.to_lowercase(),
+                    record.rtype,
+                    record.rdata.clone(),
+                );
+                if let Some(old) = by_content.remove(&content) {
+                    record.id = old.id;
+                    record.steering = old.steering.clone();
+                }
+            }
+        }
         let lines = parsed.lines;
         let errors = next.validate(&|idx| {
             lines

@@ -72,6 +72,8 @@ fn compile(origin: &str, text: &str) -> Arc<ZoneSnapshot> {
         soa,
         default_ttl,
         records: parsed.records,
+        pools: Vec::new(),
+        load_balancers: Vec::new(),
     };
     let errors = zone.validate(&|_| String::new());
     assert!(errors.is_empty(), "fuzz zone is invalid: {errors:?}");

@@ -79,6 +79,8 @@ fn snapshot() -> Snapshot {
         soa,
         default_ttl,
         records: parsed.records,
+        pools: Vec::new(),
+        load_balancers: Vec::new(),
     };
     let errors = zone.validate(&|_| String::new());
     assert!(errors.is_empty(), "the bench zone is invalid: {errors:?}");

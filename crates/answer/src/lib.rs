@@ -6,6 +6,7 @@
 //! (or a deliberate drop) plus a [`Reason`] that the server counts.
 
 pub mod encode;
+pub mod lb;
 pub mod lookup;
 pub mod query;
 pub mod steer;

@@ -95,6 +95,8 @@ pub struct Answer<'a> {
     pub ecs_scope: u8,
     /// The steering of the answered RRset, when it is steered.
     pub steering: Option<Decision>,
+    /// The decision of the load balancer that owns the name, when one answered A/AAAA.
+    pub lb: Option<crate::lb::LbDecision>,
 }
 
 impl<'a> Answer<'a> {
@@ -109,6 +111,7 @@ impl<'a> Answer<'a> {
             reason,
             ecs_scope: 0,
             steering: None,
+            lb: None,
         }
     }
 
@@ -259,6 +262,37 @@ pub fn answer<'a>(
                     if transport == Transport::Udp {
                         out.reason = Reason::AnyOverUdp;
                     }
+                    return out;
+                }
+                // SPEC §7: a load balancer owns A and AAAA at its name.
+                if matches!(qtype, Rtype::A | Rtype::AAAA)
+                    && let Some(lb) = &node.lb
+                {
+                    let decision = crate::lb::decide(
+                        lb,
+                        qtype == Rtype::AAAA,
+                        &snapshot.health,
+                        snapshot.geo.as_ref(),
+                        &snapshot.pop,
+                        client,
+                        query.edns.as_ref().and_then(|e| e.ecs.as_ref()),
+                    );
+                    out.ecs_scope = decision.ecs_scope;
+                    match decision.chosen(lb) {
+                        Some(origin) => {
+                            let _ = out.answer.try_push(RrRef::all(owner, &origin.rrset));
+                        }
+                        None => {
+                            if hop == 0 {
+                                out.reason = Reason::NoData;
+                            }
+                            out.authority.push(RrRef::all(
+                                Owner::Name(zone.apex.as_wire()),
+                                &zone.negative_soa,
+                            ));
+                        }
+                    }
+                    out.lb = Some(decision);
                     return out;
                 }
                 if let Some(rrset) = node.rrset(qtype) {

@@ -46,6 +46,8 @@ fn snapshot() -> Snapshot {
         soa,
         default_ttl,
         records: parsed.records,
+        pools: Vec::new(),
+        load_balancers: Vec::new(),
     };
     assert_eq!(zone.validate(&|_| String::new()), []);
     Snapshot::empty().with_zone(Arc::new(ZoneSnapshot::compile(&zone)))

@@ -14,6 +14,18 @@
 //! scope 24                         # expected ECS scope (required when ecs= is given)
 //! rcode NXDOMAIN                   # expected rcode (default NOERROR)
 //! ```
+//!
+//! Load balancers (SPEC §7) add, in any order after the zone:
+//!
+//! ```text
+//! geo 198.51.100.0/24 DE 50.1,8.7  # a network with coordinates (for proximity)
+//! pop fra country=DE continent=EU location=50.1,8.7   # this server's PoP
+//! pool eu algorithm=failover location=50.1,8.7 [disabled]
+//! origin eu 192.0.2.1 weight=2 priority=1 [check=tcp] [disabled]
+//! down-origin eu 192.0.2.1         # that origin's check is failing
+//! lb www pools=eu,us fallback=fb steering=geographic locate-by=resolver rule=country:DE=eu
+//!        affinity=client-ip ttl=30 [disabled]      (all on one line)
+//! ```
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -42,6 +54,12 @@ struct Query {
 
 struct Scenario {
     geo: Vec<(String, String)>,
+    /// Coordinates of `geo` networks, by network.
+    geo_locations: BTreeMap<String, (f64, f64)>,
+    pools: Vec<model::lb::PoolConfig>,
+    lbs: Vec<model::lb::LoadBalancerSpec>,
+    down_origins: Vec<(String, String)>,
+    pop: model::snapshot::Pop,
     zone: Option<ZoneConfig>,
     down: Vec<(String, String, String)>,
     seed: u64,
@@ -66,17 +84,7 @@ fn steering_of(options: &[&str]) -> Result<Option<model::steering::Steering>, St
             "check" => {
                 spec.check = Some(CheckSpec {
                     kind: value.to_string(),
-                    port: None,
-                    host: None,
-                    path: None,
-                    method: None,
-                    status: None,
-                    body: None,
-                    payload: None,
-                    interval: None,
-                    timeout: None,
-                    down_after: None,
-                    up_after: None,
+                    ..Default::default()
                 })
             }
             other => return Err(format!("unknown steering option {other}")),
@@ -88,6 +96,11 @@ fn steering_of(options: &[&str]) -> Result<Option<model::steering::Steering>, St
 fn parse(text: &str) -> Result<Scenario, String> {
     let mut scenario = Scenario {
         geo: Vec::new(),
+        geo_locations: BTreeMap::new(),
+        pools: Vec::new(),
+        lbs: Vec::new(),
+        down_origins: Vec::new(),
+        pop: model::snapshot::Pop::default(),
         zone: None,
         down: Vec::new(),
         seed: 1,
@@ -102,9 +115,21 @@ fn parse(text: &str) -> Result<Scenario, String> {
         let at = |msg: String| format!("line {}: {msg}", idx + 1);
         let words: Vec<&str> = line.split_whitespace().collect();
         match words[0] {
-            "geo" => scenario
-                .geo
-                .push((words[1].to_string(), words[2].to_string())),
+            "geo" => {
+                if let Some(at_place) = words.get(3) {
+                    let place = model::lb::Coordinates::parse(at_place)
+                        .ok_or_else(|| at(format!("bad coordinates {at_place}")))?;
+                    scenario
+                        .geo_locations
+                        .insert(words[1].to_string(), (place.latitude, place.longitude));
+                }
+                scenario
+                    .geo
+                    .push((words[1].to_string(), words[2].to_string()))
+            }
+            "pop" | "pool" | "origin" | "lb" | "down-origin" => {
+                lb_directive(&mut scenario, &words).map_err(at)?
+            }
             "seed" => scenario.seed = words[1].parse().map_err(|_| at("bad seed".into()))?,
             "down" => scenario
                 .down
@@ -148,6 +173,8 @@ fn parse(text: &str) -> Result<Scenario, String> {
                     name: origin,
                     default_ttl: 300,
                     records,
+                    pools: Vec::new(),
+                    load_balancers: Vec::new(),
                 };
                 let errors = zone.validate(&|_| String::new());
                 if !errors.is_empty() {
@@ -222,7 +249,117 @@ fn parse(text: &str) -> Result<Scenario, String> {
     Ok(scenario)
 }
 
-fn geo_database(places: &[(String, String)]) -> Result<Arc<dyn geo::Locate>, String> {
+/// The load balancer directives: `pop`, `pool`, `origin`, `down-origin`, `lb`.
+fn lb_directive(scenario: &mut Scenario, words: &[&str]) -> Result<(), String> {
+    use model::lb::{Coordinates, LbRuleSpec, LoadBalancerSpec, OriginSpec};
+    let name = words.get(1).ok_or("a name is needed")?.to_string();
+    let options = |from: usize| -> Vec<(&str, &str)> {
+        words[from.min(words.len())..]
+            .iter()
+            .map(|w| w.split_once('=').unwrap_or((w, "")))
+            .collect()
+    };
+    let place = |text: &str| Coordinates::parse(text).ok_or(format!("bad location {text}"));
+    match words[0] {
+        "pop" => {
+            scenario.pop.name = Some(name.into_boxed_str());
+            for (key, value) in options(2) {
+                match key {
+                    "country" => scenario.pop.country = geo::Country::parse(value),
+                    "continent" => scenario.pop.continent = geo::Continent::parse(value),
+                    "location" => scenario.pop.location = Some(place(value)?),
+                    other => return Err(format!("unknown pop option {other}")),
+                }
+            }
+        }
+        "pool" => {
+            let mut spec = model::lb::PoolSpec {
+                name,
+                ..Default::default()
+            };
+            for (key, value) in options(2) {
+                match key {
+                    "algorithm" => spec.algorithm = Some(value.into()),
+                    "location" => spec.location = Some(place(value)?.to_api()),
+                    "disabled" => spec.enabled = Some(false),
+                    other => return Err(format!("unknown pool option {other}")),
+                }
+            }
+            scenario
+                .pools
+                .push(spec.validate("").map_err(|e| format!("{e:?}"))?);
+        }
+        "origin" => {
+            let address = words.get(2).ok_or("origin POOL ADDRESS")?.to_string();
+            let mut spec = OriginSpec {
+                address,
+                ..Default::default()
+            };
+            for (key, value) in options(3) {
+                let number = || value.parse::<i64>().map_err(|_| format!("bad {key}"));
+                match key {
+                    "weight" => spec.weight = Some(number()?),
+                    "priority" => spec.priority = Some(number()?),
+                    "disabled" => spec.enabled = Some(false),
+                    "check" => {
+                        spec.check = steering_of(&[&format!("check={value}")])?
+                            .and_then(|s| s.check)
+                            .map(|c| c.to_spec())
+                    }
+                    other => return Err(format!("unknown origin option {other}")),
+                }
+            }
+            let origin = spec.validate("").map_err(|e| format!("{e:?}"))?;
+            let pool = scenario
+                .pools
+                .iter_mut()
+                .find(|p| p.name == name)
+                .ok_or(format!("no pool {name}"))?;
+            pool.origins.push(origin);
+        }
+        "down-origin" => {
+            let address = words.get(2).ok_or("down-origin POOL ADDRESS")?;
+            scenario.down_origins.push((name, address.to_string()));
+        }
+        _ => {
+            let mut spec = LoadBalancerSpec {
+                name,
+                ..Default::default()
+            };
+            let list = |value: &str| value.split(',').map(str::to_string).collect::<Vec<_>>();
+            for (key, value) in options(2) {
+                match key {
+                    "pools" => spec.pools = list(value),
+                    "fallback" => spec.fallback = Some(value.into()),
+                    "steering" => spec.steering = Some(value.into()),
+                    "locate-by" => spec.locate_by = Some(value.into()),
+                    "affinity" => spec.affinity = Some(value.into()),
+                    "ttl" => spec.ttl = Some(value.parse().map_err(|_| "bad ttl")?),
+                    "disabled" => spec.enabled = Some(false),
+                    "rule" => {
+                        // rule=country:DE=eu,us
+                        let (matcher, pools) =
+                            value.split_once('=').ok_or("rule=KIND:KEY=POOLS")?;
+                        let (kind, key) = matcher.split_once(':').ok_or("rule=KIND:KEY=POOLS")?;
+                        spec.rules.push(LbRuleSpec {
+                            kind: kind.into(),
+                            key: key.into(),
+                            pools: list(pools),
+                        });
+                    }
+                    other => return Err(format!("unknown lb option {other}")),
+                }
+            }
+            scenario.lbs.push(spec);
+        }
+    }
+    Ok(())
+}
+
+fn geo_database(
+    places: &[(String, String)],
+    locations: &BTreeMap<String, (f64, f64)>,
+) -> Result<Arc<dyn geo::Locate>, String> {
     if places.is_empty() {
         return Ok(Arc::new(geo::NoGeo));
     }
@@ -234,7 +371,7 @@ fn geo_database(places: &[(String, String)]) -> Result<Arc<dyn geo::Locate>, Str
         let continent = geo::Country::parse(country)
             .and_then(|c| c.continent())
             .ok_or(format!("unknown country {country}"))?;
-        let record = Value::Map(BTreeMap::from([
+        let mut record = BTreeMap::from([
             (
                 "country".to_string(),
                 Value::map([("iso_code", Value::from(country.as_str()))]),
@@ -243,7 +380,17 @@ fn geo_database(places: &[(String, String)]) -> Result<Arc<dyn geo::Locate>, Str
                 "continent".to_string(),
                 Value::map([("code", Value::from(continent.code()))]),
             ),
-        ]));
+        ]);
+        if let Some((latitude, longitude)) = locations.get(network) {
+            record.insert(
+                "location".to_string(),
+                Value::map([
+                    ("latitude", Value::Double(*latitude)),
+                    ("longitude", Value::Double(*longitude)),
+                ]),
+            );
+        }
+        let record = Value::Map(record);
         writer
             .insert_value(
                 network
@@ -353,10 +500,34 @@ fn run(path: &Path) -> Result<(), String> {
             .failing
             .insert(check.key(&record.name, &record.rdata));
     }
+    let mut zone = zone.clone();
+    zone.pools = scenario.pools.clone();
+    for spec in &scenario.lbs {
+        let lb = model::lb::validate_lb(spec, &zone.name).map_err(|e| format!("{e:?}"))?;
+        zone.load_balancers.push(lb);
+    }
+    let problems = model::lb::check_zone(&zone);
+    if !problems.is_empty() {
+        return Err(format!("load balancers do not validate: {problems:?}"));
+    }
+    for (pool_name, address) in &scenario.down_origins {
+        let key = zone
+            .pools
+            .iter()
+            .filter(|p| p.name == *pool_name)
+            .flat_map(|p| &p.origins)
+            .find(|o| o.address.to_string() == *address)
+            .and_then(|o| o.check_key())
+            .ok_or(format!(
+                "down-origin: {pool_name} has no checked origin {address}"
+            ))?;
+        health.failing.insert(key);
+    }
     let snapshot = Snapshot::empty()
-        .with_zone(Arc::new(ZoneSnapshot::compile(zone)))
-        .with_geo(geo_database(&scenario.geo)?)
-        .with_health(Arc::new(health));
+        .with_zone(Arc::new(ZoneSnapshot::compile(&zone)))
+        .with_geo(geo_database(&scenario.geo, &scenario.geo_locations)?)
+        .with_health(Arc::new(health))
+        .with_pop(Arc::new(scenario.pop.clone()));
     let mut random = scenario.seed.max(1);
     let mut out = Vec::new();
     let mut failures = Vec::new();

@@ -203,7 +203,7 @@ pub struct SteeringSpec {
 }
 
 /// A health check as users write it; every field but `kind` has the default of SPEC §5.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckSpec {
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -383,4 +383,130 @@ pub struct CheckResult {
     pub latency_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+// ---- load balancers (SPEC §7) ------------------------------------------------------------
+
+/// Where a pool (or a PoP) is, in degrees.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Location {
+    pub latitude: f64,
+    pub longitude: f64,
+}
+
+/// One origin of a pool as users write it; defaults: enabled, weight 1, priority 0, no check
+/// (a check's interval defaults to 60 s here).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OriginSpec {
+    /// An IPv4 or IPv6 address.
+    pub address: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// 1 to 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<i64>,
+    /// Failover pools answer the lowest number first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckSpec>,
+}
+
+/// `POST /api/v1/zones/{zone}/pools` and `PUT …/pools/{id}` (the whole pool).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PoolSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// `weighted` (default) or `failover`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+    #[serde(default)]
+    pub origins: Vec<OriginSpec>,
+}
+
+/// An origin as the API shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Origin {
+    pub id: i64,
+    pub address: String,
+    pub enabled: bool,
+    pub weight: u32,
+    pub priority: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckSpec>,
+    /// `healthy`, `unhealthy` or `unknown` (unknown and no check count as healthy).
+    pub health: String,
+    /// The state of the origin's check, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_state: Option<HealthInfo>,
+}
+
+/// A pool as the API shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Pool {
+    pub id: i64,
+    pub name: String,
+    pub enabled: bool,
+    pub algorithm: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+    pub origins: Vec<Origin>,
+}
+
+/// The verdict of one origin's check (`POST …/pools/{id}/check`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OriginCheck {
+    pub address: String,
+    pub result: CheckResult,
+}
+
+/// A rule of a load balancer: clients matched by PoP, country or continent get these pools.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LbRuleSpec {
+    /// `pop`, `country` or `continent`.
+    pub kind: String,
+    /// The PoP's name, an ISO country code or a continent code.
+    pub key: String,
+    pub pools: Vec<String>,
+}
+
+/// `POST /api/v1/zones/{zone}/load-balancers` and `PUT …/{id}` (the whole load balancer);
+/// also how the API shows one (with `id` and `fqdn`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LoadBalancerSpec {
+    /// Relative to the zone (`www`, `@`) or absolute with a trailing dot.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// 5 to 3600 s; default 30.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<i64>,
+    /// Default pools, in order.
+    #[serde(default)]
+    pub pools: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<LbRuleSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// `off` (default), `random`, `geographic` or `proximity`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering: Option<String>,
+    /// `pop` (default) or `resolver`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locate_by: Option<String>,
+    /// `none` (default) or `client-ip`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<String>,
+}
+
+/// A load balancer as the API shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LoadBalancer {
+    pub id: i64,
+    pub fqdn: String,
+    #[serde(flatten)]
+    pub spec: LoadBalancerSpec,
 }

@@ -163,17 +163,7 @@ impl SteerArgs {
 fn empty_check(kind: &str) -> CheckSpec {
     CheckSpec {
         kind: kind.to_string(),
-        port: None,
-        host: None,
-        path: None,
-        method: None,
-        status: None,
-        body: None,
-        payload: None,
-        interval: None,
-        timeout: None,
-        down_after: None,
-        up_after: None,
+        ..Default::default()
     }
 }
 

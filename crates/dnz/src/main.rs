@@ -20,7 +20,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Top {
     /// Run the DNS server, the API and the dashboard.
-    Serve(server::ServeArgs),
+    Serve(Box<server::ServeArgs>),
     #[command(flatten)]
     Client(cli::Command),
 }
@@ -28,7 +28,7 @@ enum Top {
 fn main() -> ExitCode {
     let parsed = Cli::parse();
     match parsed.command {
-        Top::Serve(args) => serve(args),
+        Top::Serve(args) => serve(*args),
         Top::Client(command) => cli::run(&parsed.global, command),
     }
 }

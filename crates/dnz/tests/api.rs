@@ -361,6 +361,21 @@ fn health_metrics_openapi_and_login_rate_limit() {
         assert!(metrics.contains(line), "metrics lack {line}:\n{metrics}");
     }
 
+    let epoch_line = metrics
+        .lines()
+        .find(|l| l.starts_with("dnz_geoip_build_epoch_seconds "))
+        .unwrap_or_else(|| panic!("no GeoIP age metric:\n{metrics}"));
+    let epoch: i64 = epoch_line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        epoch > 1_600_000_000,
+        "the demo database's build time: {epoch_line}"
+    );
+
     let openapi = agent
         .get(&server.url("/api/v1/openapi.json"))
         .call()

@@ -30,3 +30,39 @@ fn demo_zone_answers_over_udp_and_tcp_and_stops_on_sigterm() {
     let status = server.stop();
     assert!(status.success(), "exit status {status:?}");
 }
+
+/// CH TXT `version.bind` and `id.server` answer only when configured; otherwise REFUSED.
+#[test]
+fn chaos_txt_answers_only_when_configured() {
+    let chaos_query = |name: &str| {
+        let name: domain::base::Name<Vec<u8>> = name.parse().unwrap();
+        let mut packet = vec![0xab, 0xcd, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        packet.extend_from_slice(name.as_slice());
+        packet.extend_from_slice(&[0, 16, 0, 3]); // TXT, class CH
+        packet
+    };
+    let quiet = DnzServer::start(&[]);
+    let raw = test_support::query_raw(quiet.dns, &chaos_query("version.bind"), false).unwrap();
+    let response = test_support::dns::parse_response(&raw).unwrap();
+    assert_eq!(
+        (response.rcode.as_str(), response.answer.len()),
+        ("REFUSED", 0)
+    );
+
+    let server = DnzServer::start(&["--version-bind", "dnz test build", "--server-id", "pop-1"]);
+    for (name, text) in [
+        ("version.bind", "dnz test build"),
+        ("id.server", "pop-1"),
+        ("hostname.bind", "pop-1"),
+    ] {
+        let raw = test_support::query_raw(server.dns, &chaos_query(name), false).unwrap();
+        let response = test_support::dns::parse_response(&raw).unwrap();
+        assert_eq!(response.rcode, "NOERROR", "{name}");
+        assert!(response.aa, "{name}");
+        assert_eq!(
+            response.answer,
+            [format!("{name}. 0 CH TXT \"{text}\"")],
+            "{name}"
+        );
+    }
+}

@@ -6,6 +6,7 @@
 //! [`zone::next_serial`]). Names are kept in DNS wire format ([`Dname`]) so that the snapshot can
 //! be indexed by the bytes a query carries.
 
+pub mod lb;
 pub mod name;
 pub mod rdata;
 pub mod snapshot;

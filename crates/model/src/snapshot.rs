@@ -28,8 +28,21 @@ pub struct Snapshot {
     pub chaos: Arc<Chaos>,
     pub health: Arc<HealthTable>,
     pub geo: Arc<dyn Locate>,
+    /// This server's point of presence, where load balancers locate clients by PoP.
+    pub pop: Arc<Pop>,
     /// Label counts of the zone apexes, so a zone search tries only lengths that exist.
     max_zone_labels: usize,
+}
+
+/// The answering point of presence (`--pop`, `--pop-country`, `--pop-continent`,
+/// `--pop-location`): where load balancers that locate clients by PoP take them to be.
+#[derive(Clone, Debug, Default)]
+pub struct Pop {
+    /// Lower case.
+    pub name: Option<Box<str>>,
+    pub country: Option<Country>,
+    pub continent: Option<geo::Continent>,
+    pub location: Option<crate::lb::Coordinates>,
 }
 
 /// CH-class TXT answers (`version.bind`, `id.server`, `hostname.bind`, `version.server`).
@@ -156,6 +169,8 @@ pub struct Node {
     pub is_cut: bool,
     /// Strictly below a delegation: glue or occluded data, never answered authoritatively.
     pub below_cut: bool,
+    /// A load balancer owns A, AAAA and CNAME here (SPEC §7).
+    pub lb: Option<Box<crate::lb::LbSnapshot>>,
 }
 
 impl Node {
@@ -173,7 +188,7 @@ impl Node {
 
     /// An empty non-terminal: the name exists only because names below it do.
     pub fn is_empty_non_terminal(&self) -> bool {
-        self.rrsets.is_empty()
+        self.rrsets.is_empty() && self.lb.is_none()
     }
 }
 
@@ -260,6 +275,7 @@ impl ZoneSnapshot {
             }
             rrset.rdatas.push(record.rdata.clone());
         }
+        crate::lb::compile_into(zone, &apex, &mut nodes);
         // Zone cuts, then what lies below them.
         let mut cuts: Vec<Box<[u8]>> = Vec::new();
         for (key, node) in nodes.iter_mut() {
@@ -346,6 +362,7 @@ impl Default for Snapshot {
             chaos: Arc::default(),
             health: Arc::default(),
             geo: Arc::new(geo::NoGeo),
+            pop: Arc::default(),
             max_zone_labels: 0,
         }
     }
@@ -360,6 +377,14 @@ impl Snapshot {
     pub fn with_geo(&self, geo: Arc<dyn Locate>) -> Snapshot {
         Snapshot {
             geo,
+            ..self.clone()
+        }
+    }
+
+    /// A new snapshot with another PoP.
+    pub fn with_pop(&self, pop: Arc<Pop>) -> Snapshot {
+        Snapshot {
+            pop,
             ..self.clone()
         }
     }

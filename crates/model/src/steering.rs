@@ -481,17 +481,7 @@ mod tests {
     fn check_defaults_follow_the_spec() {
         let spec = CheckSpec {
             kind: "https".into(),
-            port: None,
-            host: None,
-            path: None,
-            method: None,
-            status: None,
-            body: None,
-            payload: None,
-            interval: None,
-            timeout: None,
-            down_after: None,
-            up_after: None,
+            ..Default::default()
         };
         let check = spec.validate("").unwrap();
         assert_eq!(

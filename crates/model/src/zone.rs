@@ -74,6 +74,10 @@ pub struct ZoneConfig {
     /// TTL of the SOA record and the default for new records.
     pub default_ttl: u32,
     pub records: Vec<RecordConfig>,
+    /// Pools of origins for the zone's load balancers (SPEC §7).
+    pub pools: Vec<crate::lb::PoolConfig>,
+    /// Load balancers, each owning A, AAAA and CNAME at its name.
+    pub load_balancers: Vec<crate::lb::LbConfig>,
 }
 
 /// A problem with one field of an input, for the API's `{error, field}` and import reports.
@@ -294,6 +298,8 @@ mod tests {
             name,
             default_ttl: 3600,
             records,
+            pools: Vec::new(),
+            load_balancers: Vec::new(),
         }
     }
 

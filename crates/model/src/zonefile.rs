@@ -443,6 +443,8 @@ deep IN CNAME www.example.com.
             soa: parsed.soa.clone().unwrap().0,
             default_ttl: 3600,
             records: parsed.records.clone(),
+            pools: Vec::new(),
+            load_balancers: Vec::new(),
         };
         let text = export(&zone);
         let again = parse(&text, &origin(), 3600).unwrap();

@@ -49,6 +49,18 @@ pub struct ServeArgs {
     /// Answer CH TXT id.server / hostname.bind with this text (off when unset).
     #[arg(long, env = "DNZ_SERVER_ID")]
     pub server_id: Option<String>,
+    /// This server's PoP name, matched by load balancer rules `pop:NAME`.
+    #[arg(long, env = "DNZ_POP")]
+    pub pop: Option<String>,
+    /// The PoP's country (ISO 3166 alpha-2), for load balancers that locate clients by PoP.
+    #[arg(long, env = "DNZ_POP_COUNTRY")]
+    pub pop_country: Option<String>,
+    /// The PoP's continent (AF AN AS EU NA OC SA); default the country's.
+    #[arg(long, env = "DNZ_POP_CONTINENT")]
+    pub pop_continent: Option<String>,
+    /// The PoP's coordinates `LAT,LON`, for proximity steering.
+    #[arg(long, env = "DNZ_POP_LOCATION")]
+    pub pop_location: Option<String>,
 }
 
 /// The keys of `dnz.toml`.
@@ -67,6 +79,10 @@ struct FileConfig {
     server_id: Option<String>,
     check_ca: Option<Vec<PathBuf>>,
     check_concurrency: Option<usize>,
+    pop: Option<String>,
+    pop_country: Option<String>,
+    pop_continent: Option<String>,
+    pop_location: Option<String>,
 }
 
 /// Validated settings.
@@ -84,6 +100,8 @@ pub struct ServeConfig {
     pub server_id: Option<String>,
     pub check_ca: Vec<PathBuf>,
     pub check_concurrency: usize,
+    /// Where this server is, for load balancers (SPEC §7).
+    pub pop: model::snapshot::Pop,
 }
 
 impl ServeArgs {
@@ -140,7 +158,14 @@ impl ServeArgs {
         if max_conn == 0 {
             bail!("--tcp-max-connections must be at least 1");
         }
+        let pop = resolve_pop(
+            self.pop.or(file.pop),
+            self.pop_country.or(file.pop_country),
+            self.pop_continent.or(file.pop_continent),
+            self.pop_location.or(file.pop_location),
+        )?;
         Ok(ServeConfig {
+            pop,
             dns,
             http: self
                 .http
@@ -166,6 +191,42 @@ impl ServeArgs {
                 .max(1),
         })
     }
+}
+
+/// Validates the `--pop*` settings.
+fn resolve_pop(
+    name: Option<String>,
+    country: Option<String>,
+    continent: Option<String>,
+    location: Option<String>,
+) -> anyhow::Result<model::snapshot::Pop> {
+    let country = match country {
+        None => None,
+        Some(code) => Some(
+            geo::Country::parse(&code.to_ascii_uppercase())
+                .with_context(|| format!("--pop-country {code:?}: not an ISO 3166 alpha-2 code"))?,
+        ),
+    };
+    let continent = match continent {
+        None => country.and_then(|c| c.continent()),
+        Some(code) => Some(
+            geo::Continent::parse(&code.to_ascii_uppercase())
+                .with_context(|| format!("--pop-continent {code:?}: not AF AN AS EU NA OC SA"))?,
+        ),
+    };
+    let location = match location {
+        None => None,
+        Some(text) => Some(
+            model::lb::Coordinates::parse(&text)
+                .with_context(|| format!("--pop-location {text:?}: not LAT,LON in range"))?,
+        ),
+    };
+    Ok(model::snapshot::Pop {
+        name: name.map(|n| n.to_ascii_lowercase().into_boxed_str()),
+        country,
+        continent,
+        location,
+    })
 }
 
 #[cfg(test)]

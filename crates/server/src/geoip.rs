@@ -179,6 +179,10 @@ impl GeoIp {
     fn swap_in(&self, db: GeoDb, demo: bool) {
         let info = db.info.clone();
         self.manager.set_geo(Arc::new(db));
+        self.manager
+            .metrics()
+            .geoip_build_epoch
+            .set(info.build_epoch as i64);
         if let Ok(mut loaded) = self.loaded.lock() {
             *loaded = Loaded {
                 info: Some(info),

@@ -139,7 +139,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
 
 /// A JSON body whose parse errors are ours: 400 with the serde message.
 pub struct JsonBody<T>(pub T);
@@ -207,7 +207,7 @@ impl FromRequestParts<AppState> for Principal {
 }
 
 impl Principal {
-    fn require(&self, role: Role) -> ApiResult<()> {
+    pub(crate) fn require(&self, role: Role) -> ApiResult<()> {
         if self.role >= role {
             Ok(())
         } else {
@@ -259,6 +259,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/v1/settings/geoip/download", post(geoip_download))
         .route("/api/v1/geoip/lookup", get(geoip_lookup))
+        .merge(crate::lb::routes())
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
         .layer(tower_http::limit::RequestBodyLimitLayer::new(64 << 20))
         .with_state(state)

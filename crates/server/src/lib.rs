@@ -12,6 +12,7 @@ pub mod explain;
 pub mod geoip;
 pub mod health;
 pub mod http;
+pub mod lb;
 pub mod manage;
 pub mod metrics;
 
@@ -44,6 +45,7 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     let snapshot = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
     let manager =
         Arc::new(manage::Manager::load(store.clone(), snapshot.clone(), metrics.clone()).await?);
+    manager.set_pop(Arc::new(config.pop.clone()));
     if config.demo {
         demo::load(&manager).await?;
     }
@@ -72,11 +74,7 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     let mut workers = Vec::new();
     let mut tcp_tasks = Vec::new();
     for addr in &config.dns {
-        let (udp_addr, sockets) = dns::bind_udp(*addr, config.workers)
-            .with_context(|| format!("binding DNS UDP {addr}"))?;
-        let tcp = tokio::net::TcpListener::bind(udp_addr)
-            .await
-            .with_context(|| format!("binding DNS TCP {udp_addr}"))?;
+        let (udp_addr, sockets, tcp) = bind_dns(*addr, config.workers).await?;
         bound.dns.push(udp_addr);
         for (idx, socket) in sockets.into_iter().enumerate() {
             let shared = shared.clone();
@@ -157,6 +155,32 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     store.close().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Binds UDP (one socket per worker) and TCP on the same address. With port 0 the UDP socket
+/// picks the port and TCP may find it taken by someone else: then both are tried again.
+async fn bind_dns(
+    addr: SocketAddr,
+    workers: usize,
+) -> anyhow::Result<(
+    SocketAddr,
+    Vec<std::net::UdpSocket>,
+    tokio::net::TcpListener,
+)> {
+    let attempts = if addr.port() == 0 { 20 } else { 1 };
+    let mut last_error = None;
+    for _ in 0..attempts {
+        let (udp_addr, sockets) =
+            dns::bind_udp(addr, workers).with_context(|| format!("binding DNS UDP {addr}"))?;
+        match tokio::net::TcpListener::bind(udp_addr).await {
+            Ok(tcp) => return Ok((udp_addr, sockets, tcp)),
+            Err(e) => {
+                last_error =
+                    Some(anyhow::Error::new(e).context(format!("binding DNS TCP {udp_addr}")))
+            }
+        }
+    }
+    Err(last_error.unwrap_or_else(|| anyhow::anyhow!("binding DNS {addr}")))
 }
 
 async fn wait_for_signal() {

@@ -68,11 +68,11 @@ pub fn now_secs() -> i64 {
 
 pub struct Manager {
     store: Store,
-    snapshot: Arc<ArcSwap<Snapshot>>,
-    zones: Mutex<BTreeMap<Dname, ZoneConfig>>,
+    pub(crate) snapshot: Arc<ArcSwap<Snapshot>>,
+    pub(crate) zones: Mutex<BTreeMap<Dname, ZoneConfig>>,
     metrics: Arc<Metrics>,
     /// Health of check targets by key, kept by the health runner, shown with records.
-    health: std::sync::RwLock<HashMap<u64, api::HealthInfo>>,
+    pub(crate) health: std::sync::RwLock<HashMap<u64, api::HealthInfo>>,
     /// Bumped on every change of zones, so the health runner can follow the checks.
     changes: tokio::sync::watch::Sender<u64>,
 }
@@ -224,6 +224,10 @@ impl Manager {
         self.metrics.snapshot_swaps.inc();
     }
 
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
     /// Sets the CH TXT answers about the server.
     pub fn set_chaos(&self, chaos: model::snapshot::Chaos) {
         let chaos = Arc::new(chaos);
@@ -235,7 +239,7 @@ impl Manager {
         &self.store
     }
 
-    fn publish(&self, zone: &ZoneConfig) {
+    pub(crate) fn publish(&self, zone: &ZoneConfig) {
         let compiled = Arc::new(ZoneSnapshot::compile(zone));
         self.snapshot
             .rcu(|current| current.with_zone(compiled.clone()));
@@ -285,6 +289,8 @@ impl Manager {
                     check: check.clone(),
                 });
             }
+            // Origins of load balancer pools: their events go to record id -origin id.
+            out.extend(crate::lb::checked_origins(zone));
         }
         out
     }
@@ -324,7 +330,7 @@ impl Manager {
         }
     }
 
-    fn zone_key(name: &str) -> Result<Dname> {
+    pub(crate) fn zone_key(name: &str) -> Result<Dname> {
         parse_zone_name(name)
             .map_err(|e| ManageError::NotFound(format!("zone {name:?}: {}", e.message)))
     }
@@ -397,6 +403,8 @@ impl Manager {
             soa,
             default_ttl,
             records,
+            pools: Vec::new(),
+            load_balancers: Vec::new(),
         };
         validate(&zone)?;
         let stored = self.store.create_zone(&zone, now_secs()).await?;
@@ -455,6 +463,7 @@ impl Manager {
         let first_new = next.records.len();
         next.records.extend(added.iter().cloned());
         validate(&next)?;
+        crate::lb::check_zone(&next)?;
         next.soa.serial = next_serial(current.soa.serial, today_yyyymmdd());
         let ids = self
             .store
@@ -628,6 +637,10 @@ impl Manager {
             soa,
             default_ttl: soa_ttl,
             records: parsed.records,
+            pools: current.as_ref().map_or_else(Vec::new, |z| z.pools.clone()),
+            load_balancers: current
+                .as_ref()
+                .map_or_else(Vec::new, |z| z.load_balancers.clone()),
         };
         // Zone files carry no steering: a record that was already there keeps its id, its
         // steering and so its health history.
@@ -659,6 +672,7 @@ impl Manager {
         if !errors.is_empty() {
             return Err(ManageError::Invalid(errors));
         }
+        crate::lb::check_zone(&next)?;
         // The serial never goes down, whatever the file says (RFC 1982 order).
         let file_serial = next.soa.serial;
         next.soa.serial = if serial_gt(file_serial, old_serial) {

@@ -61,6 +61,8 @@ pub struct Metrics {
     pub tcp_open: Gauge,
     pub snapshot_swaps: Counter,
     pub zones: Gauge,
+    /// When the GeoIP database in use was built (its metadata), so its age can be alerted on.
+    pub geoip_build_epoch: Gauge,
     pub health_checks: Counter,
     pub health_latency: Histogram,
     health_failures: Family<ReasonLabels, Counter>,
@@ -167,7 +169,14 @@ impl Metrics {
             "Health state changes by the new state",
             health_flips.clone(),
         );
+        let geoip_build_epoch = Gauge::default();
+        registry.register(
+            "geoip_build_epoch_seconds",
+            "Build time of the GeoIP database in use, Unix seconds (0: none)",
+            geoip_build_epoch.clone(),
+        );
         Metrics {
+            geoip_build_epoch,
             health_checks,
             health_latency,
             health_failures,

@@ -5,6 +5,8 @@
 //! so a change the API acknowledged survives a crash. The query path never reads the store:
 //! the server loads zones from here and compiles them into a snapshot.
 
+mod lb;
+
 use std::path::Path;
 use std::str::FromStr;
 
@@ -132,6 +134,8 @@ impl Store {
         for row in rows {
             let mut zone = zone_from_row(&row)?;
             zone.records = self.load_records(zone.id).await?;
+            zone.pools = self.load_pools(zone.id).await?;
+            zone.load_balancers = self.load_load_balancers(zone.id, &zone.name).await?;
             zones.push(zone);
         }
         Ok(zones)
@@ -146,6 +150,8 @@ impl Store {
         let Some(row) = row else { return Ok(None) };
         let mut zone = zone_from_row(&row)?;
         zone.records = self.load_records(zone.id).await?;
+        zone.pools = self.load_pools(zone.id).await?;
+        zone.load_balancers = self.load_load_balancers(zone.id, &zone.name).await?;
         Ok(Some(zone))
     }
 
@@ -538,6 +544,8 @@ fn zone_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ZoneConfig> {
             minimum: u32_col(row, "minimum")?,
         },
         records: Vec::new(),
+        pools: Vec::new(),
+        load_balancers: Vec::new(),
     })
 }
 
@@ -602,6 +610,8 @@ mod tests {
             soa: Soa::default_for(&name, 1),
             default_ttl: 3600,
             records: vec![ns],
+            pools: Vec::new(),
+            load_balancers: Vec::new(),
         };
         let stored = store.create_zone(&zone, 0).await.unwrap();
         assert!(stored.id > 0 && stored.records[0].id > 0);

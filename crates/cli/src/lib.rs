@@ -10,6 +10,7 @@ mod commands;
 mod config;
 mod error;
 mod json;
+mod lb;
 mod prompt;
 mod steer;
 mod table;
@@ -86,6 +87,12 @@ pub enum Command {
     /// The GeoIP database: download, source and monthly updates, lookups
     #[command(subcommand)]
     Geoip(GeoipCommand),
+    /// Pools of origins for load balancers: create, list, show, update, delete, origins, checks
+    #[command(subcommand)]
+    Pool(lb::PoolCommand),
+    /// Load balancers: a name answered from pools of origins
+    #[command(subcommand)]
+    Lb(lb::LbCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -336,6 +343,8 @@ fn dispatch(global: GlobalArgs, command: Command) -> Result<(), Failure> {
                 GeoipCommand::Status => geoip_status(&ctx),
             }
         }
+        Command::Pool(pool) => lb::pool(&ctx(global), pool),
+        Command::Lb(command) => lb::lb(&ctx(global), command),
         Command::User(user) => {
             let ctx = ctx(global);
             match user {

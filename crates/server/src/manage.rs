@@ -313,7 +313,7 @@ impl Manager {
         view
     }
 
-    /// The zone and record ids a record id belongs to, for health history lookups.
+    /// Whether the zone holds a record with this id (health history is looked up by id).
     pub async fn has_record(&self, zone: &str, id: i64) -> Result<()> {
         let key = Self::zone_key(zone)?;
         let zones = self.zones.lock().await;

@@ -82,9 +82,37 @@ fn snapshot() -> Snapshot {
         pools: Vec::new(),
         load_balancers: Vec::new(),
     };
+    let mut zone = zone;
+    zone.records.extend(steered_records(&zone.name));
     let errors = zone.validate(&|_| String::new());
     assert!(errors.is_empty(), "the bench zone is invalid: {errors:?}");
-    Snapshot::empty().with_zone(Arc::new(ZoneSnapshot::compile(&zone)))
+    // The demo GeoIP database places 198.51.100.0/24 in DE (EU): steered answers do a real
+    // .mmdb lookup.
+    let geo = geo::GeoDb::from_bytes(geo::demo::database()).expect("the demo database opens");
+    Snapshot::empty().with_zone(Arc::new(ZoneSnapshot::compile(&zone))).with_geo(Arc::new(geo))
+}
+
+/// `geo` steered by country, continent and default; `canary` by weight 9:1 (as bench/steered).
+fn steered_records(origin: &Dname) -> Vec<model::RecordConfig> {
+    use model::steering::{SteeringSpec, Validate as _};
+    let record = |name: &str, address: &str, spec: SteeringSpec| model::RecordConfig {
+        id: 0,
+        name: Dname::parse(name, origin).expect("name"),
+        rtype: model::Rtype::A,
+        ttl: 300,
+        rdata: model::Rdata::parse(model::Rtype::A, address, origin).expect("address"),
+        steering: Some(spec.validate("").expect("steering")),
+    };
+    let countries = |c: &str| SteeringSpec { countries: vec![c.into()], ..Default::default() };
+    let continents = |c: &str| SteeringSpec { continents: vec![c.into()], ..Default::default() };
+    let weight = |w: i64| SteeringSpec { weight: Some(w), ..Default::default() };
+    vec![
+        record("geo", "203.0.113.10", countries("ID")),
+        record("geo", "198.51.100.20", continents("EU")),
+        record("geo", "192.0.2.30", SteeringSpec::default()),
+        record("canary", "192.0.2.1", weight(9)),
+        record("canary", "192.0.2.2", weight(1)),
+    ]
 }
 
 /// A query as a stub sends it: RD set, one question, optionally an OPT (size 1232) with options.
@@ -149,6 +177,21 @@ fn cases() -> Vec<Case> {
         Case {
             name: "edns_ecs",
             packet: query("www.bench.test", A, Some(&ECS)),
+            rcode: rcode::NOERROR,
+        },
+        Case {
+            name: "steered_geo_ecs",
+            packet: query("geo.bench.test", A, Some(&ECS)),
+            rcode: rcode::NOERROR,
+        },
+        Case {
+            name: "steered_geo_no_place",
+            packet: query("geo.bench.test", A, None),
+            rcode: rcode::NOERROR,
+        },
+        Case {
+            name: "steered_weighted",
+            packet: query("canary.bench.test", A, None),
             rcode: rcode::NOERROR,
         },
     ]

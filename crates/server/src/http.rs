@@ -261,6 +261,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/geoip/lookup", get(geoip_lookup))
         .merge(crate::lb::routes())
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
+        // Zone files can be large (1,000,000 records is ~25 MiB); axum's own 2 MiB default
+        // would refuse them before the layer below is asked.
+        .layer(axum::extract::DefaultBodyLimit::max(64 << 20))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(64 << 20))
         .with_state(state)
 }

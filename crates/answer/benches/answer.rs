@@ -89,7 +89,9 @@ fn snapshot() -> Snapshot {
     // The demo GeoIP database places 198.51.100.0/24 in DE (EU): steered answers do a real
     // .mmdb lookup.
     let geo = geo::GeoDb::from_bytes(geo::demo::database()).expect("the demo database opens");
-    Snapshot::empty().with_zone(Arc::new(ZoneSnapshot::compile(&zone))).with_geo(Arc::new(geo))
+    Snapshot::empty()
+        .with_zone(Arc::new(ZoneSnapshot::compile(&zone)))
+        .with_geo(Arc::new(geo))
 }
 
 /// `geo` steered by country, continent and default; `canary` by weight 9:1 (as bench/steered).
@@ -103,9 +105,18 @@ fn steered_records(origin: &Dname) -> Vec<model::RecordConfig> {
         rdata: model::Rdata::parse(model::Rtype::A, address, origin).expect("address"),
         steering: Some(spec.validate("").expect("steering")),
     };
-    let countries = |c: &str| SteeringSpec { countries: vec![c.into()], ..Default::default() };
-    let continents = |c: &str| SteeringSpec { continents: vec![c.into()], ..Default::default() };
-    let weight = |w: i64| SteeringSpec { weight: Some(w), ..Default::default() };
+    let countries = |c: &str| SteeringSpec {
+        countries: vec![c.into()],
+        ..Default::default()
+    };
+    let continents = |c: &str| SteeringSpec {
+        continents: vec![c.into()],
+        ..Default::default()
+    };
+    let weight = |w: i64| SteeringSpec {
+        weight: Some(w),
+        ..Default::default()
+    };
     vec![
         record("geo", "203.0.113.10", countries("ID")),
         record("geo", "198.51.100.20", continents("EU")),

@@ -193,26 +193,30 @@ impl HealthRunner {
     /// One target's loop: check now, then every interval from a random phase.
     async fn run_check(self: Arc<HealthRunner>, key: u64, target: Arc<Target>) {
         let interval = Duration::from_secs(target.config.interval_secs.max(1) as u64);
-        let mut first = true;
+        // Once right at start, then on a fixed phase spread over the interval: a fixed
+        // schedule keeps the targets spread even after a stall delayed some probes.
+        self.check_once(key, &target).await;
+        let phase = interval
+            .mul_f64(rand::random::<f64>())
+            .max(Duration::from_millis(1));
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + phase, interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
-            let outcome = {
-                let Ok(_permit) = self.permits.acquire().await else {
-                    return;
-                };
-                self.prober.probe(&target).await
-            };
-            self.observe(key, &target, outcome).await;
-            // After the first run at start, spread the targets over the interval.
-            let wait = if first {
-                first = false;
-                interval
-                    .mul_f64(rand::random::<f64>())
-                    .max(Duration::from_millis(1))
-            } else {
-                interval
-            };
-            tokio::time::sleep(wait).await;
+            ticks.tick().await;
+            self.check_once(key, &target).await;
         }
+    }
+
+    async fn check_once(&self, key: u64, target: &Target) {
+        let outcome = {
+            let Ok(_permit) = self.permits.acquire().await else {
+                return;
+            };
+            // Boxed: the probe's state (several KiB) then lives only while a probe runs, not in
+            // every target's task through its sleep.
+            Box::pin(self.prober.probe(target)).await
+        };
+        self.observe(key, target, outcome).await;
     }
 
     async fn observe(&self, key: u64, target: &Target, outcome: Outcome) {

@@ -98,7 +98,7 @@ pub struct CheckArgs {
     pub port: Option<i64>,
     #[arg(long)]
     pub path: Option<String>,
-    /// Host header and TLS name [default: the origin's address]
+    /// Host header and TLS name [default: a record's own name; an origin's address]
     #[arg(long)]
     pub host: Option<String>,
     #[arg(long, value_name = "GET|HEAD")]
@@ -156,7 +156,7 @@ impl CheckArgs {
             })),
             None if self.has_options() && current.is_none() => {
                 return Err(Failure::usage(
-                    "check options need --check KIND (the origin has no check yet)",
+                    "check options need --check KIND (there is no check yet)",
                 ));
             }
             None => current,

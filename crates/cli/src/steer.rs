@@ -3,12 +3,13 @@
 
 use std::net::IpAddr;
 
-use api::{CheckResult, CheckSpec, CheckTest, Explain, Record, RecordSpec, SteeringSpec};
+use api::{CheckResult, CheckTest, Explain, Record, RecordSpec, SteeringSpec};
 use clap::Args;
 
 use crate::client::segment;
 use crate::commands::{Ctx, out};
 use crate::error::Failure;
+use crate::lb::CheckArgs;
 use crate::table::Table;
 
 /// Options of `dnz record steer`; each one absent leaves the current value as it is.
@@ -33,36 +34,9 @@ pub struct SteerArgs {
     /// Answer only while no non-backup record is left
     #[arg(long, value_name = "on|off")]
     pub backup: Option<String>,
-    /// Health check kind, or `none` to remove the check
-    #[arg(long, value_name = "http|https|tcp|udp|icmp|none")]
-    pub check: Option<String>,
-    #[arg(long)]
-    pub port: Option<i64>,
-    #[arg(long)]
-    pub path: Option<String>,
-    #[arg(long)]
-    pub host: Option<String>,
-    #[arg(long, value_name = "GET|HEAD")]
-    pub method: Option<String>,
-    /// Healthy statuses, e.g. 200-399, 200,204, 2xx
-    #[arg(long)]
-    pub status: Option<String>,
-    /// Regex the body (or tcp/udp reply) must match
-    #[arg(long)]
-    pub body: Option<String>,
-    /// What tcp and udp checks send
-    #[arg(long)]
-    pub payload: Option<String>,
-    /// Seconds between checks
-    #[arg(long, value_name = "S")]
-    pub interval: Option<i64>,
-    /// Milliseconds
-    #[arg(long, value_name = "MS")]
-    pub timeout: Option<i64>,
-    #[arg(long, value_name = "N")]
-    pub down_after: Option<i64>,
-    #[arg(long, value_name = "N")]
-    pub up_after: Option<i64>,
+    /// The health check options, shared with pool origins.
+    #[command(flatten)]
+    pub check: CheckArgs,
     /// TTL when the record is created
     #[arg(long, value_name = "SECONDS")]
     pub ttl: Option<u32>,
@@ -115,55 +89,8 @@ impl SteerArgs {
         if let Some(backup) = &self.backup {
             steering.backup = on_off(backup, "backup")?;
         }
-        let check_options = self.port.is_some()
-            || self.path.is_some()
-            || self.host.is_some()
-            || self.method.is_some()
-            || self.status.is_some()
-            || self.body.is_some()
-            || self.payload.is_some()
-            || self.interval.is_some()
-            || self.timeout.is_some()
-            || self.down_after.is_some()
-            || self.up_after.is_some();
-        match self.check.as_deref() {
-            Some("none") => {
-                if check_options {
-                    return Err(Failure::usage(
-                        "--check none removes the check; it takes no check options",
-                    ));
-                }
-                steering.check = None;
-                return Ok(steering);
-            }
-            Some(kind) => {
-                let keep = steering.check.take().filter(|c| c.kind == kind);
-                steering.check = Some(keep.unwrap_or_else(|| empty_check(kind)));
-            }
-            None if check_options && steering.check.is_none() => {
-                return Err(Failure::usage(
-                    "check options need --check KIND (the record has no check yet)",
-                ));
-            }
-            None => {}
-        }
-        if let Some(check) = &mut steering.check {
-            macro_rules! set {
-                ($($field:ident),*) => { $( if let Some(v) = &self.$field { check.$field = Some(v.clone()); } )* };
-            }
-            set!(
-                port, path, host, method, status, body, payload, interval, timeout, down_after,
-                up_after
-            );
-        }
+        steering.check = self.check.apply(steering.check.take())?;
         Ok(steering)
-    }
-}
-
-fn empty_check(kind: &str) -> CheckSpec {
-    CheckSpec {
-        kind: kind.to_string(),
-        ..Default::default()
     }
 }
 
@@ -397,6 +324,14 @@ pub(crate) fn render_explain(explain: &Explain) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use api::CheckSpec;
+
+    fn empty_check(kind: &str) -> CheckSpec {
+        CheckSpec {
+            kind: kind.to_string(),
+            ..Default::default()
+        }
+    }
 
     #[test]
     fn steer_changes_only_the_options_given() {
@@ -411,7 +346,10 @@ mod tests {
         };
         let args = SteerArgs {
             continents: Some("EU".into()),
-            path: Some("/health".into()),
+            check: CheckArgs {
+                path: Some("/health".into()),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let next = args.apply(current.clone()).unwrap();
@@ -426,7 +364,10 @@ mod tests {
         let cleared = SteerArgs {
             countries: Some("none".into()),
             weight: Some("none".into()),
-            check: Some("none".into()),
+            check: CheckArgs {
+                check: Some("none".into()),
+                ..Default::default()
+            },
             ..Default::default()
         }
         .apply(current)

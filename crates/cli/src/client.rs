@@ -61,36 +61,31 @@ impl Client {
         format!("{}/api/v1/{path}", self.server)
     }
 
-    fn auth(&self) -> Option<String> {
-        self.token
-            .as_ref()
-            .map(|(token, _)| format!("Bearer {token}"))
+    /// Adds what every request carries: what it accepts back, and the token when there is one.
+    fn prepare<B>(
+        &self,
+        request: ureq::RequestBuilder<B>,
+        accept: &str,
+    ) -> ureq::RequestBuilder<B> {
+        let request = request.header("Accept", accept);
+        match &self.token {
+            Some((token, _)) => request.header("Authorization", format!("Bearer {token}")),
+            None => request,
+        }
     }
 
     /// `GET`, JSON back.
     pub(crate) fn get(&self, path: &str) -> Result<Json, Failure> {
-        let mut request = self
-            .agent
-            .get(self.url(path))
-            .header("Accept", "application/json");
-        if let Some(auth) = self.auth() {
-            request = request.header("Authorization", auth);
-        }
+        let request = self.prepare(self.agent.get(self.url(path)), "application/json");
         let response = self.check(request.call())?;
         read_json(response)
     }
 
     /// `GET` with query parameters (encoded by ureq), JSON back.
     pub(crate) fn get_query(&self, path: &str, query: &[(&str, &str)]) -> Result<Json, Failure> {
-        let mut request = self
-            .agent
-            .get(self.url(path))
-            .header("Accept", "application/json");
+        let mut request = self.prepare(self.agent.get(self.url(path)), "application/json");
         for (key, value) in query {
             request = request.query(key, value);
-        }
-        if let Some(auth) = self.auth() {
-            request = request.header("Authorization", auth);
         }
         let response = self.check(request.call())?;
         read_json(response)
@@ -98,26 +93,14 @@ impl Client {
 
     /// `PUT` a JSON body, JSON back.
     pub(crate) fn put_json(&self, path: &str, body: &impl Serialize) -> Result<Json, Failure> {
-        let mut request = self
-            .agent
-            .put(self.url(path))
-            .header("Accept", "application/json");
-        if let Some(auth) = self.auth() {
-            request = request.header("Authorization", auth);
-        }
+        let request = self.prepare(self.agent.put(self.url(path)), "application/json");
         let response = self.check(request.send_json(body))?;
         read_json(response)
     }
 
     /// `GET`, text back (zone export).
     pub(crate) fn get_text(&self, path: &str) -> Result<Vec<u8>, Failure> {
-        let mut request = self
-            .agent
-            .get(self.url(path))
-            .header("Accept", "text/plain");
-        if let Some(auth) = self.auth() {
-            request = request.header("Authorization", auth);
-        }
+        let request = self.prepare(self.agent.get(self.url(path)), "text/plain");
         let mut response = self.check(request.call())?;
         response
             .body_mut()
@@ -129,42 +112,25 @@ impl Client {
 
     /// `POST` a JSON body, JSON back.
     pub(crate) fn post_json(&self, path: &str, body: &impl Serialize) -> Result<Json, Failure> {
-        let mut request = self
-            .agent
-            .post(self.url(path))
-            .header("Accept", "application/json");
-        if let Some(auth) = self.auth() {
-            request = request.header("Authorization", auth);
-        }
+        let request = self.prepare(self.agent.post(self.url(path)), "application/json");
         let response = self.check(request.send_json(body))?;
         read_json(response)
     }
 
     /// `POST` a text body (zone import), JSON back.
     pub(crate) fn post_text(&self, path: &str, body: &[u8]) -> Result<Json, Failure> {
-        let mut request = self
-            .agent
-            .post(self.url(path))
-            .header("Accept", "application/json")
+        let request = self
+            .prepare(self.agent.post(self.url(path)), "application/json")
             .content_type("text/plain; charset=utf-8");
-        if let Some(auth) = self.auth() {
-            request = request.header("Authorization", auth);
-        }
         let response = self.check(request.send(body))?;
         read_json(response)
     }
 
     /// `DELETE` with query parameters (encoded by ureq); JSON back (empty for 204).
     pub(crate) fn delete(&self, path: &str, query: &[(&str, &str)]) -> Result<Json, Failure> {
-        let mut request = self
-            .agent
-            .delete(self.url(path))
-            .header("Accept", "application/json");
+        let mut request = self.prepare(self.agent.delete(self.url(path)), "application/json");
         for (key, value) in query {
             request = request.query(key, value);
-        }
-        if let Some(auth) = self.auth() {
-            request = request.header("Authorization", auth);
         }
         let response = self.check(request.call())?;
         read_json(response)

@@ -172,18 +172,27 @@ pub struct Token {
     pub token: Option<String>,
 }
 
-/// `POST /api/v1/session`: log in with a password, get a token back.
+/// `POST /api/v1/session`: log in with a password, get a token back, or with `cookie` a
+/// dashboard session (an HttpOnly cookie) and its CSRF token.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Login {
     pub name: String,
     pub password: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cookie: bool,
 }
 
+/// Who is logged in: the answer of `POST` and `GET /api/v1/session`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Session {
     pub user: String,
     pub role: Role,
-    pub token: String,
+    /// A new API token; only from a password login without `cookie`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// What a cookie session must send as `X-CSRF-Token` on every write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csrf: Option<String>,
 }
 
 /// Traffic steering of an A or AAAA record (SPEC §4), as stored and as the API shows it.
@@ -509,4 +518,52 @@ pub struct LoadBalancer {
     pub fqdn: String,
     #[serde(flatten)]
     pub spec: LoadBalancerSpec,
+}
+
+// ---- topology ----------------------------------------------------------------------------
+
+/// `GET /api/v1/topology`: where clients are steered, by which name, to which address.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Topology {
+    pub places: Vec<TopologyPlace>,
+    pub names: Vec<TopologyName>,
+    pub origins: Vec<TopologyOrigin>,
+    pub edges: Vec<TopologyEdge>,
+}
+
+/// A place clients are steered by: `country:DE`, `continent:EU`, `pop:fra` or `everywhere`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TopologyPlace {
+    pub id: String,
+    pub label: String,
+    /// `country`, `continent`, `pop` or `everywhere`.
+    pub kind: String,
+}
+
+/// A steered A/AAAA RRset (`record:<owner>/<type>`) or a load balancer (`lb:<name>`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TopologyName {
+    pub id: String,
+    pub label: String,
+    /// `record` or `lb`.
+    pub kind: String,
+    /// The zone, without the trailing dot.
+    pub zone: String,
+}
+
+/// One address, however many records and pools name it (`origin:<address>`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TopologyOrigin {
+    pub id: String,
+    pub address: String,
+    /// `down` if any check of the address is down, else `up` if any is up, else `unknown`.
+    pub health: String,
+}
+
+/// Place → name or name → origin.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TopologyEdge {
+    pub from: String,
+    pub to: String,
+    pub label: String,
 }

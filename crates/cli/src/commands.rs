@@ -182,13 +182,18 @@ pub(crate) fn login(ctx: &Ctx, user: String, password: Option<String>) -> Result
         &Login {
             name: user,
             password,
+            cookie: false,
         },
     )?;
     let session: Session = value.decode()?;
+    let token = session
+        .token
+        .clone()
+        .ok_or_else(|| Failure::runtime("the server answered the login without a token"))?;
     let saved = config::ConfigFile {
         server: Some(client.server().to_string()),
         user: Some(session.user.clone()),
-        token: Some(session.token.clone()),
+        token: Some(token),
     };
     config::save(&path, &saved)
         .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))?;

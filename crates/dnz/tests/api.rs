@@ -23,7 +23,9 @@ fn token_for(server: &DnzServer, name: &str, role: &str) -> String {
     let (status, text) = server.api("POST", "/api/v1/session", Some(&login), Some("none"));
     assert_eq!(status, 200, "{text}");
     let session: api::Session = serde_json::from_str(&text).unwrap();
-    session.token
+    session
+        .token
+        .expect("a password login without cookie returns a token")
 }
 
 #[test]

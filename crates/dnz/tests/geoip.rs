@@ -301,7 +301,10 @@ fn token_for(server: &DnzServer, name: &str, role: &str) -> String {
     let login = format!(r#"{{"name":"{name}","password":"correct horse"}}"#);
     let (code, text) = server.api("POST", "/api/v1/session", Some(&login), Some("none"));
     assert_eq!(code, 200, "{text}");
-    serde_json::from_str::<api::Session>(&text).unwrap().token
+    serde_json::from_str::<api::Session>(&text)
+        .unwrap()
+        .token
+        .expect("a password login returns a token")
 }
 
 // ---- DNS helpers -------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-//! Users, passwords, API tokens and roles (SPEC §11).
+//! Users, passwords, API tokens, dashboard sessions and roles (SPEC §11).
 //!
 //! Tokens are 32 random bytes shown once and stored as SHA-256 digests: they carry full entropy,
-//! so a slow hash adds nothing. Passwords use argon2 off the async threads.
+//! so a slow hash adds nothing. Passwords use argon2 off the async threads. Dashboard sessions
+//! are the same kind of secret in an HttpOnly cookie, with a CSRF token that every write must
+//! echo in a header (a cross-site page can make the browser send the cookie, not read the token).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -23,6 +25,61 @@ use store::Store;
 pub struct Principal {
     pub user: String,
     pub role: Role,
+    /// Set when the caller came with a session cookie rather than a bearer token.
+    pub session: Option<CookieSession>,
+}
+
+/// The dashboard session a request came with.
+#[derive(Clone, Debug)]
+pub struct CookieSession {
+    pub id_hash: Vec<u8>,
+    pub csrf: String,
+}
+
+/// The cookie that carries a dashboard session id.
+pub const SESSION_COOKIE: &str = "dnz_session";
+
+/// How long a dashboard session lasts: 12 hours, then the user logs in again.
+pub const SESSION_SECS: i64 = 12 * 60 * 60;
+
+/// A new session id (the cookie's value) and CSRF token: 32 random bytes each, as hex.
+pub fn new_session() -> (String, String) {
+    (random_hex(32), random_hex(32))
+}
+
+/// Compares secrets in time that depends on their length only, so a caller cannot learn a
+/// CSRF token byte by byte from response times.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// The value of the session cookie among a request's `Cookie` headers.
+pub fn session_cookie<'a>(cookie_headers: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    cookie_headers
+        .flat_map(|header| header.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim().trim_matches('"'))
+}
+
+/// `Set-Cookie` for a new session; `secure` when the client reached us over HTTPS (through a
+/// proxy that says so), since a Secure cookie is never sent over plain HTTP.
+pub fn session_set_cookie(id: &str, secure: bool) -> String {
+    let mut cookie =
+        format!("{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECS}");
+    if secure {
+        cookie.push_str("; Secure");
+    }
+    cookie
+}
+
+/// `Set-Cookie` that makes the browser forget the session.
+pub fn session_clear_cookie() -> String {
+    format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
 }
 
 pub fn hash_token(token: &str) -> Vec<u8> {
@@ -143,5 +200,42 @@ impl LoginLimiter {
 impl Default for LoginLimiter {
     fn default() -> Self {
         LoginLimiter::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_cookie_is_found_among_others() {
+        let headers = ["theme=dark; dnz_session=abc123", "other=1"];
+        assert_eq!(session_cookie(headers.into_iter()), Some("abc123"));
+        assert_eq!(session_cookie(["a=1", "b=2"].into_iter()), None);
+        // A cookie whose name only ends in ours is not ours.
+        assert_eq!(session_cookie(["xdnz_session=1"].into_iter()), None);
+    }
+
+    #[test]
+    fn csrf_comparison() {
+        assert!(constant_time_eq(b"abcd", b"abcd"));
+        assert!(!constant_time_eq(b"abcd", b"abce"));
+        assert!(!constant_time_eq(b"abcd", b"abc"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
+
+    #[test]
+    fn cookies_are_http_only_and_strict() {
+        let (id, csrf) = new_session();
+        assert_eq!((id.len(), csrf.len()), (64, 64));
+        assert_ne!(id, csrf);
+        assert_eq!(
+            session_set_cookie("ff", true),
+            "dnz_session=ff; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure"
+        );
+        assert_eq!(
+            session_clear_cookie(),
+            "dnz_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
+        );
     }
 }

@@ -1,6 +1,8 @@
-//! The HTTP API under `/api/v1`, `/healthz`, `/metrics` and the OpenAPI document.
+//! The HTTP API under `/api/v1`, `/healthz`, `/metrics`, the OpenAPI document, and (merged
+//! from `dashboard`) the dashboard's files.
 //!
-//! Every route is authorised by [`Principal`]; typed errors become statuses and
+//! Every route is authorised by [`Principal`]: a bearer token, or the dashboard's session
+//! cookie with its CSRF token on writes. Typed errors become statuses and
 //! `{error, field?, errors?}` bodies in one place, [`ApiError::into_response`].
 
 use std::net::SocketAddr;
@@ -10,7 +12,7 @@ use api::{ErrorBody, FieldProblem, Role};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
@@ -177,33 +179,72 @@ fn json_error_field(message: &str) -> Option<String> {
 impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
+    /// A bearer token first; otherwise the dashboard's session cookie, whose writes must
+    /// carry the session's CSRF token.
     async fn from_request_parts(
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let header = parts
+        let bearer = parts
             .headers
             .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        let Some(token) = header
+            .and_then(|v| v.to_str().ok())
             .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-        else {
+            .map(str::trim);
+        if let Some(token) = bearer {
+            let found = state.store().find_token(&auth::hash_token(token)).await?;
+            let Some(found) = found else {
+                return Err(ApiError::Unauthorized("invalid or revoked token".into()));
+            };
+            return Ok(Principal {
+                user: found.user,
+                role: parse_role(&found.role)?,
+                session: None,
+            });
+        }
+        let cookies = parts
+            .headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok());
+        let Some(id) = auth::session_cookie(cookies).filter(|id| !id.is_empty()) else {
             return Err(ApiError::Unauthorized(
-                "authentication required: send Authorization: Bearer <token>".into(),
+                "authentication required: send Authorization: Bearer <token> or log in".into(),
             ));
         };
-        let found = state.store().find_token(&auth::hash_token(token)).await?;
+        let id_hash = auth::hash_token(id);
+        let found = state
+            .store()
+            .find_session(&id_hash, crate::manage::now_secs())
+            .await?;
         let Some(found) = found else {
-            return Err(ApiError::Unauthorized("invalid or revoked token".into()));
+            return Err(ApiError::Unauthorized(
+                "session expired, log in again".into(),
+            ));
         };
-        let role = Role::parse(&found.role)
-            .ok_or_else(|| ApiError::Internal(format!("user has unknown role {}", found.role)))?;
+        // A cross-site page can make the browser send the cookie but cannot read the token.
+        if !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
+            let sent = parts.headers.get(CSRF_HEADER).map(HeaderValue::as_bytes);
+            if !sent.is_some_and(|sent| auth::constant_time_eq(sent, found.csrf.as_bytes())) {
+                return Err(ApiError::Forbidden("missing or wrong CSRF token".into()));
+            }
+        }
         Ok(Principal {
             user: found.user,
-            role,
+            role: parse_role(&found.role)?,
+            session: Some(auth::CookieSession {
+                id_hash,
+                csrf: found.csrf,
+            }),
         })
     }
+}
+
+/// The header a cookie session's writes carry its CSRF token in.
+const CSRF_HEADER: &str = "x-csrf-token";
+
+fn parse_role(role: &str) -> ApiResult<Role> {
+    Role::parse(role).ok_or_else(|| ApiError::Internal(format!("user has unknown role {role}")))
 }
 
 impl Principal {
@@ -226,7 +267,10 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
         .route("/api/v1/openapi.json", get(openapi))
-        .route("/api/v1/session", post(login))
+        .route(
+            "/api/v1/session",
+            post(login).get(show_session).delete(logout),
+        )
         .route("/api/v1/zones", get(list_zones).post(create_zone))
         .route("/api/v1/zones/{zone}", get(show_zone).delete(delete_zone))
         .route(
@@ -260,7 +304,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/settings/geoip/download", post(geoip_download))
         .route("/api/v1/geoip/lookup", get(geoip_lookup))
         .merge(crate::lb::routes())
-        .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
+        .merge(crate::topology::routes())
+        // The dashboard's files, and the JSON 404 of unknown API paths.
+        .merge(crate::dashboard::routes())
         // Zone files can be large (1,000,000 records is ~25 MiB); axum's own 2 MiB default
         // would refuse them before the layer below is asked.
         .layer(axum::extract::DefaultBodyLimit::max(64 << 20))
@@ -285,11 +331,13 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     )
 }
 
+/// Logs in with a password: a new API token, or with `cookie` a dashboard session.
 async fn login(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<api::Login>,
-) -> ApiResult<Json<api::Session>> {
+) -> ApiResult<Response> {
     if let Some(wait) = state.limiter.blocked(peer.ip()) {
         return Err(ApiError::TooManyRequests(wait));
     }
@@ -305,22 +353,75 @@ async fn login(
         return Err(ApiError::Unauthorized("wrong user name or password".into()));
     };
     state.limiter.succeeded(peer.ip());
-    let token = auth::new_token();
+    let now = crate::manage::now_secs();
+    // Logins are rare and sessions few, so this is where old ones are swept.
+    state.store().delete_expired_sessions(now).await?;
+    let role = Role::parse(&user.role).unwrap_or(Role::Viewer);
+    if !body.cookie {
+        let token = auth::new_token();
+        state
+            .store()
+            .create_token(user.id, "login", &auth::hash_token(&token), now)
+            .await?;
+        return Ok(Json(api::Session {
+            user: user.name,
+            role,
+            token: Some(token),
+            csrf: None,
+        })
+        .into_response());
+    }
+    let (id, csrf) = auth::new_session();
     state
         .store()
-        .create_token(
+        .create_session(
+            &auth::hash_token(&id),
             user.id,
-            "login",
-            &auth::hash_token(&token),
-            crate::manage::now_secs(),
+            &csrf,
+            now,
+            now + auth::SESSION_SECS,
         )
         .await?;
-    let role = Role::parse(&user.role).unwrap_or(Role::Viewer);
-    Ok(Json(api::Session {
+    let cookie = auth::session_set_cookie(&id, forwarded_https(&headers));
+    let cookie = HeaderValue::from_str(&cookie)
+        .map_err(|e| ApiError::Internal(format!("session cookie: {e}")))?;
+    let session = api::Session {
         user: user.name,
         role,
-        token,
-    }))
+        token: None,
+        csrf: Some(csrf),
+    };
+    Ok(([(header::SET_COOKIE, cookie)], Json(session)).into_response())
+}
+
+/// The client reached the proxy in front of us over HTTPS (`X-Forwarded-Proto: https`).
+fn forwarded_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .is_some_and(|proto| proto.trim().eq_ignore_ascii_case("https"))
+}
+
+/// Who is calling; a cookie session also gets its CSRF token back (after a page reload).
+async fn show_session(who: Principal) -> Json<api::Session> {
+    Json(api::Session {
+        user: who.user,
+        role: who.role,
+        token: None,
+        csrf: who.session.map(|s| s.csrf),
+    })
+}
+
+/// Ends a cookie session; a bearer token stays valid (tokens are revoked under /tokens).
+async fn logout(State(state): State<AppState>, who: Principal) -> ApiResult<Response> {
+    let Some(session) = who.session else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    state.store().delete_session(&session.id_hash).await?;
+    let cookie = HeaderValue::from_str(&auth::session_clear_cookie())
+        .map_err(|e| ApiError::Internal(format!("session cookie: {e}")))?;
+    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
 }
 
 async fn list_zones(
@@ -815,4 +916,76 @@ async fn geoip_lookup(
         )])
     })?;
     Ok(Json(state.geoip.lookup(address)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `.route(path, methods)` in the router's sources, as (path, method) pairs.
+    fn routes_in(source: &str) -> Vec<(String, String)> {
+        // This module's own text names `.route(` too.
+        let source = source.split("#[cfg(test)]").next().unwrap_or(source);
+        let mut out = Vec::new();
+        for (start, _) in source.match_indices(".route(") {
+            let rest = &source[start + ".route(".len()..];
+            let mut depth = 1;
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(rest.len(), |(idx, _)| idx);
+            let call = &rest[..end];
+            let path = call.split('"').nth(1).expect("a route path").to_string();
+            for method in ["get", "post", "put", "delete"] {
+                let named = call.match_indices(&format!("{method}(")).any(|(idx, _)| {
+                    !call[..idx].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                });
+                if named {
+                    out.push((path.clone(), method.to_string()));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn openapi_lists_every_route_and_method() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI).expect("openapi.json parses");
+        let mut routes = Vec::new();
+        for source in [
+            include_str!("http.rs"),
+            include_str!("lb.rs"),
+            include_str!("topology.rs"),
+        ] {
+            routes.extend(routes_in(source));
+        }
+        assert!(
+            routes.len() > 40,
+            "the route scan found too few: {routes:?}"
+        );
+        for (path, method) in &routes {
+            assert!(
+                doc["paths"][path][method].is_object(),
+                "openapi.json lacks {} {path}",
+                method.to_uppercase()
+            );
+        }
+        let paths = doc["paths"].as_object().expect("paths");
+        for (path, methods) in paths {
+            for method in methods.as_object().expect("methods").keys() {
+                assert!(
+                    routes.iter().any(|(p, m)| p == path && m == method),
+                    "openapi.json lists {} {path}, which no route serves",
+                    method.to_uppercase()
+                );
+            }
+        }
+    }
 }

@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod dashboard;
 pub mod demo;
 pub mod dns;
 pub mod explain;
@@ -15,6 +16,7 @@ pub mod http;
 pub mod lb;
 pub mod manage;
 pub mod metrics;
+pub mod topology;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -47,6 +47,15 @@ pub struct StoredToken {
     pub created: i64,
 }
 
+/// A dashboard session that has not expired, with its user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredSession {
+    pub user: String,
+    pub role: String,
+    pub csrf: String,
+    pub expires: i64,
+}
+
 /// A target's last known health.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredHealth {
@@ -354,6 +363,67 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    // ---- dashboard sessions ----
+
+    pub async fn create_session(
+        &self,
+        id_hash: &[u8],
+        user_id: i64,
+        csrf: &str,
+        created: i64,
+        expires: i64,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO sessions (id_hash, user_id, csrf, created, expires) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(id_hash)
+        .bind(user_id)
+        .bind(csrf)
+        .bind(created)
+        .bind(expires)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The session with this id hash and its user, unless it expired by `now`.
+    pub async fn find_session(&self, id_hash: &[u8], now: i64) -> Result<Option<StoredSession>> {
+        let row = sqlx::query(
+            "SELECT u.name AS user, u.role, s.csrf, s.expires FROM sessions s JOIN users u ON u.id = s.user_id
+             WHERE s.id_hash = ? AND s.expires > ?",
+        )
+        .bind(id_hash)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            Ok(StoredSession {
+                user: row.try_get("user")?,
+                role: row.try_get("role")?,
+                csrf: row.try_get("csrf")?,
+                expires: row.try_get("expires")?,
+            })
+        })
+        .transpose()
+    }
+
+    pub async fn delete_session(&self, id_hash: &[u8]) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM sessions WHERE id_hash = ?")
+            .bind(id_hash)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Removes sessions that expired by `now`; returns how many.
+    pub async fn delete_expired_sessions(&self, now: i64) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM sessions WHERE expires <= ?")
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
     }
 
     // ---- health ----
@@ -683,5 +753,42 @@ mod tests {
         assert!(store.health_states().await.unwrap().is_empty());
         assert!(store.delete_zone(&name).await.unwrap());
         assert!(store.load_zones().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn sessions_expire_and_go_with_their_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("dnz.db"))
+            .await
+            .unwrap();
+        let user = store.create_user("ann", "hash", "editor", 0).await.unwrap();
+        store
+            .create_session(b"live", user, "csrf-1", 100, 200)
+            .await
+            .unwrap();
+        store
+            .create_session(b"old", user, "csrf-2", 0, 150)
+            .await
+            .unwrap();
+        let found = store.find_session(b"live", 199).await.unwrap().unwrap();
+        assert_eq!(
+            (
+                found.user.as_str(),
+                found.role.as_str(),
+                found.csrf.as_str()
+            ),
+            ("ann", "editor", "csrf-1")
+        );
+        // Expired at `expires`, and no longer found even before it is deleted.
+        assert!(store.find_session(b"live", 200).await.unwrap().is_none());
+        assert!(store.find_session(b"old", 160).await.unwrap().is_none());
+        assert!(store.find_session(b"nope", 0).await.unwrap().is_none());
+        assert_eq!(store.delete_expired_sessions(160).await.unwrap(), 1);
+        assert!(store.find_session(b"live", 160).await.unwrap().is_some());
+        assert!(!store.delete_session(b"old").await.unwrap());
+        // Deleting the user deletes the session (foreign keys are on).
+        assert!(store.delete_user("ann").await.unwrap());
+        assert!(store.find_session(b"live", 160).await.unwrap().is_none());
+        assert!(!store.delete_session(b"live").await.unwrap());
     }
 }

@@ -70,13 +70,12 @@ pub fn bind_udp(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, Vec
     Ok((bound, sockets))
 }
 
-/// Runs one UDP worker until `stop` is set.
+/// Runs one UDP worker until `stop` is set: a batch of queries in, a batch of answers out.
 pub fn udp_worker(socket: UdpSocket, shared: Arc<DnsShared>) {
     let mut rng = Xorshift::seeded();
-    let mut packet = [0u8; 4096];
-    let mut response = Vec::with_capacity(65535);
+    let mut batch = crate::mmsg::Batch::new();
     while !shared.stop.load(Ordering::Relaxed) {
-        let (len, peer) = match socket.recv_from(&mut packet) {
+        let got = match batch.receive(&socket) {
             Ok(got) => got,
             Err(e)
                 if matches!(
@@ -93,26 +92,26 @@ pub fn udp_worker(socket: UdpSocket, shared: Arc<DnsShared>) {
                 continue;
             }
         };
-        shared.metrics.udp_queries.inc();
+        // One snapshot for the whole batch: it was current when the batch arrived.
         let snapshot = shared.snapshot.load();
-        let client = Client {
-            source: peer.ip(),
-            random: rng.next(),
-        };
-        let outcome = answer::respond_to(
-            &snapshot,
-            &packet[..len],
-            Transport::Udp,
-            &client,
-            &mut response,
-        );
-        drop(snapshot);
-        shared.metrics.count(outcome);
-        if let Outcome::Respond { .. } = outcome
-            && let Err(e) = socket.send_to(&response, peer)
-        {
-            tracing::debug!(error = %e, %peer, "UDP send failed");
+        for i in 0..got {
+            shared.metrics.udp_queries.inc();
+            let Some(peer) = batch.peer(i) else {
+                continue;
+            };
+            let client = Client {
+                source: peer.ip(),
+                random: rng.next(),
+            };
+            let (query, response) = batch.prepare(i);
+            let outcome = answer::respond_to(&snapshot, query, Transport::Udp, &client, response);
+            shared.metrics.count(outcome);
+            if let Outcome::Respond { .. } = outcome {
+                batch.commit(i);
+            }
         }
+        drop(snapshot);
+        batch.send(&socket);
     }
 }
 

@@ -16,6 +16,7 @@ pub mod http;
 pub mod lb;
 pub mod manage;
 pub mod metrics;
+mod mmsg;
 pub mod topology;
 
 use std::net::SocketAddr;

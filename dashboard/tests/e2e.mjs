@@ -247,6 +247,39 @@ step('Remove steering keeps the record', async () => {
   assert.equal(await row('127.0.0.1').locator('.badge').count(), 1);
 });
 
+step('edit a record: the TTL changes and the steering of another stays', async () => {
+  await row('127.0.0.2').getByRole('button', { name: 'Edit www A 127.0.0.2' }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByLabel('TTL (s)').fill('120');
+  await dialog.getByRole('button', { name: 'Save', exact: true }).click();
+  await dialog.waitFor({ state: 'detached' });
+  await poll('new TTL', async () => (await row('127.0.0.2').locator('td').nth(2).textContent()) === '120');
+  assert.equal(await row('127.0.0.1').locator('.badge').count(), 1);
+});
+
+step('import a zone file: a bad file lists its lines and changes nothing, a good one lands', async () => {
+  await go('/zones');
+  await page.getByRole('button', { name: 'Import zone file' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Import zone file' });
+  await dialog.getByLabel('Zone name').fill('imported.test');
+  const bad = ['$ORIGIN imported.test.', '$TTL 300', '@ NS ns.example.net.', 'www A 192.0.2.7', 'mail A 300.1.2.3', 'txt TXT "ok"', 'x BOGUS 1'].join('\n');
+  await dialog.getByLabel('Contents').fill(bad);
+  await dialog.getByRole('button', { name: 'Import', exact: true }).click();
+  const error = dialog.locator('.form-error');
+  await error.waitFor();
+  const text = await error.textContent();
+  assert.match(text, /line 5/);
+  assert.match(text, /line 7/);
+  assert.equal((await page.request.get(`${env.url}/api/v1/zones/imported.test`)).status(), 404);
+  await dialog.getByLabel('Contents').fill(bad.replace('300.1.2.3', '192.0.2.8').replace('x BOGUS 1', 'x AAAA 2001:db8::8'));
+  await dialog.getByRole('button', { name: 'Import', exact: true }).click();
+  await page.getByRole('heading', { name: 'imported.test', exact: true }).waitFor();
+  await row('192.0.2.8').waitFor();
+  await row('2001:db8::8').waitFor();
+  const reply = await control('dig mail.imported.test A');
+  assert.deepEqual(reply.answers, ['192.0.2.8']);
+});
+
 step('load balancing: a pool with a checked origin and a load balancer', async () => {
   await go('/load-balancing');
   await page.getByRole('heading', { name: 'Load balancing' }).waitFor();

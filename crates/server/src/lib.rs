@@ -126,6 +126,9 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
         .await
         .with_context(|| format!("binding HTTP {}", config.http))?;
     bound.http = listener.local_addr()?;
+    // Handlers first, then the "listening" line: a SIGTERM sent as soon as that line is read
+    // must find them installed, or it kills the process without a clean stop.
+    let signals = Signals::install();
     tracing::info!(dns = ?bound.dns, http = %bound.http, workers = config.workers, "dnz serving");
     on_bound(&bound);
 
@@ -139,7 +142,7 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     });
     let http_task = tokio::spawn(async move { http_server.await });
 
-    wait_for_signal().await;
+    signals.wait().await;
     tracing::info!("shutting down: finishing in-flight queries and writes");
     let _ = shutdown_tx.send(true);
     stop.store(true, Ordering::Relaxed);
@@ -186,17 +189,32 @@ async fn bind_dns(
     Err(last_error.unwrap_or_else(|| anyhow::anyhow!("binding DNS {addr}")))
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        let _ = tokio::signal::ctrl_c().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// SIGTERM and SIGINT, listened for from the moment they are installed.
+struct Signals {
+    streams: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let streams = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => Some((term, int)),
+            _ => None,
+        };
+        Signals { streams }
+    }
+
+    async fn wait(self) {
+        let Some((mut term, mut int)) = self.streams else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
     }
 }

@@ -103,24 +103,33 @@ fn failover_follows_a_real_https_origin() {
     );
     assert!(took <= Duration::from_secs(4), "recovery took {took:?}");
 
-    // The history has both changes, with the failing reason.
-    let events: Vec<api::HealthEvent> = serde_json::from_str(&server.api_ok(
-        "GET",
-        &format!(
-            "/api/v1/zones/failover.test/records/{}/health-events",
-            primary.id
-        ),
-        None,
-    ))
-    .unwrap();
-    let flips: Vec<(String, String)> = events
-        .iter()
-        .map(|e| (e.old_state.clone(), e.new_state.clone()))
-        .collect();
-    assert!(
-        flips.ends_with(&[("up".into(), "down".into()), ("down".into(), "up".into())]),
-        "{events:?}"
-    );
+    // The history has both changes, with the failing reason. The answer flips first and the
+    // event is written just after, so give the write a moment.
+    let expected = [
+        ("up".to_string(), "down".to_string()),
+        ("down".into(), "up".into()),
+    ];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let events = loop {
+        let events: Vec<api::HealthEvent> = serde_json::from_str(&server.api_ok(
+            "GET",
+            &format!(
+                "/api/v1/zones/failover.test/records/{}/health-events",
+                primary.id
+            ),
+            None,
+        ))
+        .unwrap();
+        let flips: Vec<(String, String)> = events
+            .iter()
+            .map(|e| (e.old_state.clone(), e.new_state.clone()))
+            .collect();
+        if flips.ends_with(&expected) {
+            break events;
+        }
+        assert!(Instant::now() < deadline, "{events:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let down = events.iter().rev().find(|e| e.new_state == "down").unwrap();
     assert_eq!(
         down.reason.as_deref(),

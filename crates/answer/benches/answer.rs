@@ -103,7 +103,7 @@ fn steered_records(origin: &Dname) -> Vec<model::RecordConfig> {
         rtype: model::Rtype::A,
         ttl: 300,
         rdata: model::Rdata::parse(model::Rtype::A, address, origin).expect("address"),
-        steering: Some(spec.validate("").expect("steering")),
+        steering: Some(Box::new(spec.validate("").expect("steering"))),
     };
     let countries = |c: &str| SteeringSpec {
         countries: vec![c.into()],

@@ -164,7 +164,7 @@ fn parse(text: &str) -> Result<Scenario, String> {
                         ttl: 300,
                         rdata: Rdata::parse(rtype, &value.join(" "), &origin)
                             .map_err(|e| at(e.to_string()))?,
-                        steering: steering_of(&options).map_err(at)?,
+                        steering: steering_of(&options).map_err(at)?.map(Box::new),
                     });
                 }
                 let zone = ZoneConfig {

@@ -62,7 +62,8 @@ pub struct RecordConfig {
     pub ttl: u32,
     pub rdata: Rdata,
     /// Traffic steering; A and AAAA only.
-    pub steering: Option<Steering>,
+    /// Boxed: most records are not steered, and the inline value would triple every record.
+    pub steering: Option<Box<Steering>>,
 }
 
 /// A zone with all its records (the SOA is kept apart, in `soa`).

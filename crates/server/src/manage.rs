@@ -171,7 +171,7 @@ fn record_from_spec(zone: &ZoneConfig, spec: &api::RecordSpec) -> Result<RecordC
             rtype,
             ttl: spec.ttl.unwrap_or(zone.default_ttl),
             rdata,
-            steering,
+            steering: steering.map(Box::new),
         }),
         _ => Err(ManageError::Invalid(errors)),
     }
@@ -545,7 +545,9 @@ impl Manager {
                 let mut record = current.clone();
                 record.steering = match steering {
                     None => None,
-                    Some(spec) => Some(spec.validate("steering.").map_err(ManageError::Invalid)?),
+                    Some(spec) => Some(Box::new(
+                        spec.validate("steering.").map_err(ManageError::Invalid)?,
+                    )),
                 };
                 Ok((vec![id], vec![record], ()))
             })

@@ -632,7 +632,7 @@ fn record_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<RecordConfig> {
         rtype,
         ttl: u32_col(row, "ttl")?,
         rdata: Rdata::from_wire(rtype, &wire).map_err(|e| StoreError::Corrupt(e.to_string()))?,
-        steering: steering_col(row)?,
+        steering: steering_col(row)?.map(Box::new),
     })
 }
 
@@ -691,7 +691,7 @@ mod tests {
             rtype: Rtype::A,
             ttl: 300,
             rdata: Rdata::parse(Rtype::A, "192.0.2.1", &name).unwrap(),
-            steering: Some(
+            steering: Some(Box::new(
                 model::steering::SteeringSpec {
                     countries: vec!["ID".into()],
                     weight: Some(3),
@@ -699,7 +699,7 @@ mod tests {
                 }
                 .validate("")
                 .unwrap(),
-            ),
+            )),
         };
         let mut soa = stored.soa.clone();
         soa.serial = 2;

@@ -12,6 +12,7 @@ pub mod dns;
 pub mod explain;
 pub mod geoip;
 pub mod health;
+mod heap;
 pub mod http;
 pub mod lb;
 pub mod manage;

@@ -203,6 +203,7 @@ impl Manager {
         }
         metrics.zones.set(map.len() as i64);
         snapshot.store(Arc::new(next));
+        crate::heap::release_free_memory().await;
         Ok(Manager {
             store,
             snapshot,
@@ -428,7 +429,9 @@ impl Manager {
         self.snapshot.rcu(|current| current.without_zone(&key));
         self.metrics.snapshot_swaps.inc();
         self.metrics.zones.set(zones.len() as i64);
+        drop(zones);
         tracing::info!(zone = %key, "zone deleted");
+        crate::heap::release_free_memory().await;
         Ok(())
     }
 
@@ -708,9 +711,12 @@ impl Manager {
             records: stored.records.len(),
             serial: stored.soa.serial,
         };
-        zones.insert(key, stored);
+        // The replaced zone goes here, while the lock is held; then the heap is trimmed.
+        drop(zones.insert(key, stored));
         self.metrics.zones.set(zones.len() as i64);
+        drop(zones);
         tracing::info!(zone = %result.zone, records = result.records, serial = result.serial, "zone imported");
+        crate::heap::release_free_memory().await;
         Ok(result)
     }
 

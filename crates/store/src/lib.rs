@@ -165,13 +165,19 @@ impl Store {
     }
 
     async fn load_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
-        let rows = sqlx::query(
+        use futures_util::TryStreamExt as _;
+        let mut rows = sqlx::query(
             "SELECT id, name, rtype, ttl, rdata, steering FROM records WHERE zone_id = ? ORDER BY id",
         )
         .bind(zone_id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(record_from_row).collect()
+        .fetch(&self.pool);
+        // One row at a time: a million rows fetched whole cost several times the records.
+        let mut records = Vec::new();
+        while let Some(row) = rows.try_next().await? {
+            records.push(record_from_row(&row)?);
+        }
+        records.shrink_to_fit();
+        Ok(records)
     }
 
     /// Stores a new zone and its records; returns the zone with ids filled in.

@@ -203,8 +203,9 @@ impl Store {
         .try_get(0)?;
         let mut stored = zone.clone();
         stored.id = id;
-        for record in &mut stored.records {
-            record.id = insert_record(&mut tx, id, record).await?;
+        let ids = insert_records(&mut tx, id, &stored.records).await?;
+        for (record, id) in stored.records.iter_mut().zip(ids) {
+            record.id = id;
         }
         tx.commit().await?;
         Ok(stored)
@@ -258,10 +259,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        let mut ids = Vec::with_capacity(add.len());
-        for record in add {
-            ids.push(insert_record(&mut tx, zone_id, record).await?);
-        }
+        let ids = insert_records(&mut tx, zone_id, add).await?;
         tx.commit().await?;
         Ok(ids)
     }
@@ -547,26 +545,60 @@ impl Store {
     }
 }
 
-async fn insert_record(
+/// Rows per INSERT: 7 values each stays far below SQLite's 32,766 bound parameters.
+const INSERT_CHUNK: usize = 500;
+
+/// Inserts records in multi-row statements and returns their ids in order. Each statement is
+/// a round trip to the database thread, so a million records one by one took most of a
+/// minute; ids are chosen here so no row has to be read back.
+async fn insert_records(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     zone_id: i64,
-    record: &RecordConfig,
-) -> Result<i64> {
-    // A record that already has an id (an edit: deleted and written again in this
-    // transaction) keeps it, so its health history stays attached.
-    Ok(sqlx::query(
-        "INSERT INTO records (id, zone_id, name, rtype, ttl, rdata, steering) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-    )
-    .bind((record.id != 0).then_some(record.id))
-        .bind(zone_id)
-        .bind(record.name.as_wire())
-        .bind(record.rtype.to_int() as i64)
-        .bind(record.ttl as i64)
-        .bind(record.rdata.as_wire())
-        .bind(steering_json(record)?)
+    records: &[RecordConfig],
+) -> Result<Vec<i64>> {
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let highest: i64 = sqlx::query("SELECT COALESCE(MAX(id), 0) FROM records")
         .fetch_one(&mut **tx)
         .await?
-        .try_get(0)?)
+        .try_get(0)?;
+    // A record that already has an id (an edit: deleted and written again in this
+    // transaction) keeps it, so its health history stays attached; new ones come after every
+    // id in the table and in this batch.
+    let mut next = records.iter().map(|r| r.id).max().unwrap_or(0).max(highest) + 1;
+    let ids: Vec<i64> = records
+        .iter()
+        .map(|r| {
+            if r.id != 0 {
+                r.id
+            } else {
+                next += 1;
+                next - 1
+            }
+        })
+        .collect();
+    for (chunk, chunk_ids) in records.chunks(INSERT_CHUNK).zip(ids.chunks(INSERT_CHUNK)) {
+        let steering: Vec<Option<String>> =
+            chunk.iter().map(steering_json).collect::<Result<_>>()?;
+        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT INTO records (id, zone_id, name, rtype, ttl, rdata, steering) ",
+        );
+        insert.push_values(
+            chunk.iter().zip(chunk_ids).zip(steering),
+            |mut row, ((record, id), steering)| {
+                row.push_bind(*id)
+                    .push_bind(zone_id)
+                    .push_bind(record.name.as_wire())
+                    .push_bind(record.rtype.to_int() as i64)
+                    .push_bind(record.ttl as i64)
+                    .push_bind(record.rdata.as_wire())
+                    .push_bind(steering);
+            },
+        );
+        insert.build().execute(&mut **tx).await?;
+    }
+    Ok(ids)
 }
 
 fn steering_json(record: &RecordConfig) -> Result<Option<String>> {

@@ -115,6 +115,8 @@ fn main() {
     let start = Instant::now();
     let problems = config.validate(&|i| format!("records[{i}]"));
     assert!(problems.is_empty(), "{problems:?}");
+    println!("validate: {:.2} s", start.elapsed().as_secs_f64());
+    let start = Instant::now();
     let snapshot = ZoneSnapshot::compile(&config);
     let after_snapshot = live();
     report(

@@ -66,6 +66,11 @@ impl Dname {
         &self.0
     }
 
+    /// The wire bytes, without copying.
+    pub fn into_wire(self) -> Box<[u8]> {
+        self.0
+    }
+
     pub fn is_root(&self) -> bool {
         self.0.len() == 1
     }

@@ -300,7 +300,8 @@ impl ZoneSnapshot {
             rdatas: vec![soa_rdata],
             steered: None,
         };
-        let mut nodes: NameMap<Node> = NameMap::default();
+        let mut nodes: NameMap<Node> =
+            NameMap::with_capacity_and_hasher(zone.records.len() + 1, RandomState::default());
         let mut apex_node = Node::default();
         apex_node.rrsets.push(soa.clone());
         nodes.insert(apex.as_wire().into(), apex_node);
@@ -315,7 +316,10 @@ impl ZoneSnapshot {
                 nodes.entry(name.as_wire().into()).or_default();
                 parent = name.parent();
             }
-            let node = nodes.entry(key.as_wire().into()).or_default();
+            let node = match nodes.get_mut(key.as_wire()) {
+                Some(node) => node,
+                None => nodes.entry(key.into_wire()).or_default(),
+            };
             let rrset = match node.rrsets.iter().position(|r| r.rtype == record.rtype) {
                 Some(idx) => &mut node.rrsets[idx],
                 None => {

@@ -240,12 +240,15 @@ impl Manager {
         &self.store
     }
 
-    pub(crate) fn publish(&self, zone: &ZoneConfig) {
+    /// Compiles and swaps in one zone; the returned task frees the replaced snapshot.
+    pub(crate) fn publish(&self, zone: &ZoneConfig) -> Option<tokio::task::JoinHandle<()>> {
         let compiled = Arc::new(ZoneSnapshot::compile(zone));
-        self.snapshot
+        let replaced = self
+            .snapshot
             .rcu(|current| current.with_zone(compiled.clone()));
         self.metrics.snapshot_swaps.inc();
         self.changes.send_modify(|generation| *generation += 1);
+        crate::heap::drop_later(replaced)
     }
 
     /// Swaps in new health states: failing checks leave the answers at once.
@@ -426,11 +429,15 @@ impl Manager {
         self.store.delete_zone(&key).await?;
         zones.remove(&key);
         self.changes.send_modify(|generation| *generation += 1);
-        self.snapshot.rcu(|current| current.without_zone(&key));
+        let replaced = self.snapshot.rcu(|current| current.without_zone(&key));
+        let freed = crate::heap::drop_later(replaced);
         self.metrics.snapshot_swaps.inc();
         self.metrics.zones.set(zones.len() as i64);
         drop(zones);
         tracing::info!(zone = %key, "zone deleted");
+        if let Some(freed) = freed {
+            let _ = freed.await;
+        }
         crate::heap::release_free_memory().await;
         Ok(())
     }
@@ -705,7 +712,7 @@ impl Manager {
                 next
             }
         };
-        self.publish(&stored);
+        let freed = self.publish(&stored);
         let result = api::ImportResult {
             zone: stored.name.to_string(),
             records: stored.records.len(),
@@ -716,6 +723,9 @@ impl Manager {
         self.metrics.zones.set(zones.len() as i64);
         drop(zones);
         tracing::info!(zone = %result.zone, records = result.records, serial = result.serial, "zone imported");
+        if let Some(freed) = freed {
+            let _ = freed.await;
+        }
         crate::heap::release_free_memory().await;
         Ok(result)
     }

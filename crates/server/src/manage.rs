@@ -194,15 +194,26 @@ impl Manager {
         snapshot: Arc<ArcSwap<Snapshot>>,
         metrics: Arc<Metrics>,
     ) -> Result<Manager> {
+        let started = std::time::Instant::now();
         let zones = store.load_zones().await?;
+        let read = started.elapsed();
         let mut next = Snapshot::empty();
         let mut map = BTreeMap::new();
+        let mut records = 0;
         for zone in zones {
+            records += zone.records.len();
             next = next.with_zone(Arc::new(ZoneSnapshot::compile(&zone)));
             map.insert(zone.name.to_lowercase(), zone);
         }
         metrics.zones.set(map.len() as i64);
         snapshot.store(Arc::new(next));
+        tracing::info!(
+            zones = map.len(),
+            records,
+            read_ms = read.as_millis() as u64,
+            compile_ms = (started.elapsed() - read).as_millis() as u64,
+            "zones loaded"
+        );
         crate::heap::release_free_memory().await;
         Ok(Manager {
             store,

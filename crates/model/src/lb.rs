@@ -111,8 +111,8 @@ pub struct OriginConfig {
 impl OriginConfig {
     pub fn rdata(&self) -> Rdata {
         match self.address {
-            IpAddr::V4(v4) => Rdata(v4.octets().to_vec().into_boxed_slice()),
-            IpAddr::V6(v6) => Rdata(v6.octets().to_vec().into_boxed_slice()),
+            IpAddr::V4(v4) => Rdata::new(&v4.octets()),
+            IpAddr::V6(v6) => Rdata::new(&v6.octets()),
         }
     }
 

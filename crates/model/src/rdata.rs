@@ -21,8 +21,68 @@ mod octseq_parser {
 }
 
 /// Rdata in uncompressed wire format, case as written.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct Rdata(pub Box<[u8]>);
+///
+/// Short data (an A or AAAA address, most MX and TXT) is held inline: a zone of a million
+/// addresses keeps two copies of each (the records and the answer snapshot), and a boxed
+/// four-byte slice costs a 32-byte heap block on top of its pointer.
+#[derive(Clone)]
+pub struct Rdata(Repr);
+
+/// Bytes held without a heap block; 22 keeps `Rdata` at 24 bytes.
+const INLINE: usize = 22;
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl Rdata {
+    pub fn new(wire: &[u8]) -> Rdata {
+        if wire.len() <= INLINE {
+            let mut bytes = [0u8; INLINE];
+            bytes[..wire.len()].copy_from_slice(wire);
+            Rdata(Repr::Inline {
+                len: wire.len() as u8,
+                bytes,
+            })
+        } else {
+            Rdata(Repr::Heap(wire.into()))
+        }
+    }
+}
+
+impl PartialEq for Rdata {
+    fn eq(&self, other: &Rdata) -> bool {
+        self.as_wire() == other.as_wire()
+    }
+}
+
+impl Eq for Rdata {}
+
+impl std::hash::Hash for Rdata {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_wire().hash(state);
+    }
+}
+
+impl PartialOrd for Rdata {
+    fn partial_cmp(&self, other: &Rdata) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Rdata {
+    fn cmp(&self, other: &Rdata) -> std::cmp::Ordering {
+        self.as_wire().cmp(other.as_wire())
+    }
+}
+
+impl std::fmt::Debug for Rdata {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Rdata({})", hex(self.as_wire()))
+    }
+}
 
 /// Why rdata was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,7 +156,7 @@ impl Rdata {
             .data()
             .compose_rdata(&mut wire)
             .map_err(|_| malformed("data too long".into()))?;
-        let rdata = Rdata(wire.into_boxed_slice());
+        let rdata = Rdata::new(&wire);
         // Generic `\#` data of a known type must still be valid data of that type.
         rdata.validate(rtype).map_err(malformed)?;
         Ok(rdata)
@@ -104,7 +164,7 @@ impl Rdata {
 
     /// Takes wire rdata (from the store or a zone transfer) after checking it parses.
     pub fn from_wire(rtype: Rtype, wire: &[u8]) -> Result<Rdata, RdataError> {
-        let rdata = Rdata(wire.into());
+        let rdata = Rdata::new(wire);
         rdata
             .validate(rtype)
             .map_err(|reason| RdataError::Malformed {
@@ -116,10 +176,10 @@ impl Rdata {
     }
 
     fn validate(&self, rtype: Rtype) -> Result<(), String> {
-        if self.0.len() > 65535 {
+        if self.as_wire().len() > 65535 {
             return Err("data longer than 65535 bytes".into());
         }
-        let mut parser = Parser::from_ref(&self.0[..]);
+        let mut parser = Parser::from_ref(self.as_wire());
         match ZoneRecordData::<&[u8], ParsedName<&[u8]>>::parse_rdata(rtype, &mut parser) {
             Ok(Some(_)) if parser.remaining() == 0 => Ok(()),
             Ok(Some(_)) => Err("trailing bytes".into()),
@@ -129,12 +189,15 @@ impl Rdata {
     }
 
     pub fn as_wire(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..*len as usize],
+            Repr::Heap(bytes) => bytes,
+        }
     }
 
     /// Presentation text with absolute names.
     pub fn to_text(&self, rtype: Rtype) -> String {
-        let mut parser = Parser::from_ref(&self.0[..]);
+        let mut parser = Parser::from_ref(self.as_wire());
         match ZoneRecordData::<&[u8], ParsedName<&[u8]>>::parse_rdata(rtype, &mut parser) {
             Ok(Some(ZoneRecordData::Unknown(_))) | Ok(None) | Err(_) => self.generic_text(),
             Ok(Some(data)) => data.display_zonefile(DisplayKind::Simple).to_string(),
@@ -143,10 +206,11 @@ impl Rdata {
 
     /// RFC 3597 §5 generic form.
     pub fn generic_text(&self) -> String {
-        if self.0.is_empty() {
+        let wire = self.as_wire();
+        if wire.is_empty() {
             return "\\# 0".into();
         }
-        format!("\\# {} {}", self.0.len(), hex(&self.0))
+        format!("\\# {} {}", wire.len(), hex(wire))
     }
 
     /// The domain name this rdata points at, for the types whose targets get additional
@@ -158,7 +222,7 @@ impl Rdata {
             Rtype::SRV => 6,
             _ => return None,
         };
-        let rest = self.0.get(offset..)?;
+        let rest = self.as_wire().get(offset..)?;
         let len = wire_name_len(rest)?;
         Dname::from_wire(&rest[..len])
     }

@@ -138,7 +138,7 @@ impl Chaos {
             Rrset {
                 rtype: Rtype::TXT,
                 ttl: 0,
-                rdatas: vec![Rdata(wire.into_boxed_slice())],
+                rdatas: vec![Rdata::new(&wire)],
                 steered: None,
             }
         };

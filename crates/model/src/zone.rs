@@ -50,7 +50,7 @@ impl Soa {
         ] {
             wire.extend_from_slice(&value.to_be_bytes());
         }
-        Rdata(wire.into_boxed_slice())
+        Rdata::new(&wire)
     }
 }
 

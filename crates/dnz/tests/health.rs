@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use domain::base::iana::Rtype;
 use test_support::tls::{HttpsOrigin, TestPki};
-use test_support::{DnzServer, QueryOptions, query};
+use test_support::{DnzServer, QueryOptions, free_port, query};
 
 fn answers(server: &DnzServer, name: &str) -> Vec<String> {
     let mut got: Vec<String> = query(server.dns, name, Rtype::A, &QueryOptions::default())
@@ -34,14 +34,6 @@ fn wait_for(server: &DnzServer, name: &str, want: &[&str], limit: Duration) -> D
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]

@@ -5,8 +5,9 @@
 //! the test instead of skipping it.
 
 pub mod dns;
+pub mod files;
 pub mod server;
 pub mod tls;
 
 pub use dns::{DnsResponse, QueryOptions, query, query_raw};
-pub use server::{DnzServer, require_program};
+pub use server::{DnzServer, free_port, require_program};

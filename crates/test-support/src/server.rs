@@ -23,6 +23,22 @@ pub fn dnz_binary() -> PathBuf {
     candidate
 }
 
+/// A loopback port free for TCP and UDP right now, for a peer that must be told its port.
+pub fn free_port() -> u16 {
+    for _ in 0..50 {
+        let Ok(tcp) = std::net::TcpListener::bind("127.0.0.1:0") else {
+            continue;
+        };
+        let Ok(port) = tcp.local_addr().map(|a| a.port()) else {
+            continue;
+        };
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port");
+}
+
 /// Finds a program a test needs. Outside CI a missing one returns `None` (the caller skips with a
 /// message); under `CI=true` it panics, so CI never passes by skipping.
 pub fn require_program(name: &str) -> Option<PathBuf> {

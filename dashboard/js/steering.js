@@ -2,13 +2,13 @@
 // its health check with Test now, Save and Remove steering (which keeps the record).
 
 import { api, enc } from "./api.js";
-import { h, field, input, button, checkbox, formError, showErrors, clearErrors, openDialog, toast, uid } from "./ui.js";
+import { h, bare, field, input, button, checkbox, formError, showErrors, clearErrors, openDialog, toast, uid } from "./ui.js";
 import { COUNTRIES, CONTINENTS } from "./places.js";
 import { checkForm } from "./check-form.js";
 
 export function steeringDialog(zone, record, { canEdit, onSaved }) {
   openDialog(
-    `Traffic steering: ${record.fqdn.replace(/\.$/, "")} ${record.type} ${record.value}`,
+    `Traffic steering: ${bare(record.fqdn)} ${record.type} ${record.value}`,
     (body, close) => {
       const spec = record.steering || {};
       const disabled = !canEdit;

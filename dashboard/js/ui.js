@@ -33,6 +33,11 @@ function append(el, children) {
   }
 }
 
+// A domain name as people write it: without the root's trailing dot.
+export function bare(name) {
+  return name.replace(/\.$/, "");
+}
+
 let ids = 0;
 export function uid(prefix = "f") {
   ids += 1;

@@ -82,18 +82,6 @@ impl NodeIndex {
     pub fn get(&self, key: &[u8]) -> Option<&Node> {
         self.get_key_value(key).map(|(_, node)| node)
     }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Node)> {
-        self.entries.iter().map(|(k, node)| (&k[..], node))
-    }
 }
 
 /// All zones being served, with the health of their checks and the GeoIP database: everything

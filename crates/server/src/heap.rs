@@ -6,9 +6,12 @@
 //! memory it uses.
 #![allow(unsafe_code)]
 
-/// Trims glibc's free lists; a no-op elsewhere. Runs off the async threads (it walks every
-/// arena).
-pub async fn release_free_memory() {
+/// Trims glibc's free lists, after `freeing` (a `drop_later` task) has finished; a no-op
+/// elsewhere. Runs off the async threads (it walks every arena).
+pub async fn release_free_memory(freeing: Option<tokio::task::JoinHandle<()>>) {
+    if let Some(freeing) = freeing {
+        let _ = freeing.await;
+    }
     let _ = tokio::task::spawn_blocking(|| {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         // SAFETY: malloc_trim takes no pointer and only returns unused pages of glibc's own

@@ -214,7 +214,7 @@ impl Manager {
             compile_ms = (started.elapsed() - read).as_millis() as u64,
             "zones loaded"
         );
-        crate::heap::release_free_memory().await;
+        crate::heap::release_free_memory(None).await;
         Ok(Manager {
             store,
             snapshot,
@@ -446,10 +446,7 @@ impl Manager {
         self.metrics.zones.set(zones.len() as i64);
         drop(zones);
         tracing::info!(zone = %key, "zone deleted");
-        if let Some(freed) = freed {
-            let _ = freed.await;
-        }
-        crate::heap::release_free_memory().await;
+        crate::heap::release_free_memory(freed).await;
         Ok(())
     }
 
@@ -734,10 +731,7 @@ impl Manager {
         self.metrics.zones.set(zones.len() as i64);
         drop(zones);
         tracing::info!(zone = %result.zone, records = result.records, serial = result.serial, "zone imported");
-        if let Some(freed) = freed {
-            let _ = freed.await;
-        }
-        crate::heap::release_free_memory().await;
+        crate::heap::release_free_memory(freed).await;
         Ok(result)
     }
 

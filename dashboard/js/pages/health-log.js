@@ -1,7 +1,7 @@
 // A record's health check log: its current state and every change, newest first.
 
 import { api, enc } from "../api.js";
-import { h, table, pageHeader, healthDot, time, ago } from "../ui.js";
+import { h, bare, table, pageHeader, healthDot, time, ago } from "../ui.js";
 import { steeringSummary } from "../steering.js";
 
 export async function render(main, [zone, id]) {
@@ -31,7 +31,7 @@ export async function render(main, [zone, id]) {
         );
       holder.className = "";
       holder.replaceChildren(
-        pageHeader(`Health log: ${record.fqdn.replace(/\.$/, "")} ${record.type} ${record.value}`),
+        pageHeader(`Health log: ${bare(record.fqdn)} ${record.type} ${record.value}`),
         h(
           "dl",
           { class: "facts" },

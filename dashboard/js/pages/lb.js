@@ -1,14 +1,14 @@
 // Load balancing: a zone's pools of origins (with their health) and its load balancers.
 
 import { api, enc } from "../api.js";
-import { h, field, input, select, button, checkbox, formError, showErrors, clearErrors, openDialog, confirmDialog, table, pageHeader, toast, healthDot } from "../ui.js";
+import { h, bare, field, input, select, button, checkbox, formError, showErrors, clearErrors, openDialog, confirmDialog, table, pageHeader, toast, healthDot } from "../ui.js";
 import { checkForm } from "../check-form.js";
 
 const POLL_MS = 3000;
 const HEALTH = { healthy: "up", unhealthy: "down" };
 
 export async function render(main, [param], { session, go }) {
-  let zone = param;
+  const zone = param && bare(param);
   let zones;
   try {
     zones = await api.get("/zones");
@@ -17,11 +17,10 @@ export async function render(main, [param], { session, go }) {
     return;
   }
   if (!zone && zones.length) {
-    go(`/load-balancing/${enc(zones[0].name.replace(/\.$/, ""))}`);
+    go(`/load-balancing/${enc(bare(zones[0].name))}`);
     return;
   }
-  const names = zones.map((z) => z.name.replace(/\.$/, ""));
-  zone = zone && zone.replace(/\.$/, "");
+  const names = zones.map((z) => bare(z.name));
   const picker = select(names, zone, { name: "zone" });
   picker.addEventListener("change", () => go(`/load-balancing/${enc(picker.value)}`));
   main.append(pageHeader("Load balancing", field("Zone", picker)));
@@ -292,7 +291,7 @@ function lbTable(zone, lbs, pools, canEdit, changed) {
     h(
       "tr",
       {},
-      h("td", { text: lb.fqdn.replace(/\.$/, "") }),
+      h("td", { text: bare(lb.fqdn) }),
       h("td", { text: lb.pools.join(", ") }),
       h("td", { text: lb.fallback || "—" }),
       h("td", { text: `${lb.steering || "off"}${lb.rules && lb.rules.length ? ` · ${lb.rules.length} rules` : ""}` }),
@@ -328,7 +327,7 @@ function lbTable(zone, lbs, pools, canEdit, changed) {
 
 function lbDialog(zone, lb, pools, changed) {
   openDialog(
-    lb ? `Edit load balancer ${lb.fqdn.replace(/\.$/, "")}` : "Create load balancer",
+    lb ? `Edit load balancer ${bare(lb.fqdn)}` : "Create load balancer",
     (body, close) => {
       const names = pools.map((p) => p.name);
       const name = input({ name: "name", value: lb ? lb.name : "", placeholder: "www", required: true });

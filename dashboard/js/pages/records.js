@@ -2,14 +2,14 @@
 // follow the server by polling every two seconds.
 
 import { api, enc } from "../api.js";
-import { h, field, input, select, button, formError, showErrors, clearErrors, openDialog, confirmDialog, table, pageHeader, toast, healthDot, ago } from "../ui.js";
+import { h, bare, field, input, select, button, formError, showErrors, clearErrors, openDialog, confirmDialog, table, pageHeader, toast, healthDot, ago } from "../ui.js";
 import { steeringDialog, steeringSummary } from "../steering.js";
 
 const TYPES = ["A", "AAAA", "CNAME", "MX", "TXT", "NS", "SRV", "CAA", "PTR", "DS", "SSHFP", "TLSA", "HTTPS", "SVCB", "NAPTR"];
 const POLL_MS = 2000;
 
 export async function render(main, [name], { session }) {
-  const zone = name.replace(/\.$/, "");
+  const zone = bare(name);
   const canEdit = session.can("editor");
   const info = h("p", { class: "sub" });
   const holder = h("div", { class: "loading", text: "Loading records…" });

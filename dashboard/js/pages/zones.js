@@ -1,5 +1,5 @@
 import { api, enc } from "../api.js";
-import { h, field, input, button, formError, showErrors, clearErrors, openDialog, confirmDialog, table, pageHeader, toast } from "../ui.js";
+import { h, bare, field, input, button, formError, showErrors, clearErrors, openDialog, confirmDialog, table, pageHeader, toast } from "../ui.js";
 
 export async function render(main, _params, { session, go }) {
   const list = h("div", { class: "loading", text: "Loading zones…" });
@@ -20,11 +20,12 @@ async function load(list, session, go) {
     list.replaceWith(h("p", { class: "form-error", role: "alert", text: err.message }));
     return;
   }
-  const rows = zones.map(({ ...zone }) => ((zone.name = zone.name.replace(/\.$/, "")), zone)).map((zone) =>
-    h(
+  const rows = zones.map((zone) => {
+    const name = bare(zone.name);
+    return h(
       "tr",
       {},
-      h("td", {}, h("a", { href: `#/zones/${enc(zone.name)}`, text: zone.name })),
+      h("td", {}, h("a", { href: `#/zones/${enc(name)}`, text: name })),
       h("td", { class: "num", text: zone.record_count }),
       h("td", { class: "num", text: zone.serial }),
       h("td", { class: "num", text: zone.default_ttl }),
@@ -35,21 +36,21 @@ async function load(list, session, go) {
           ? button(
               "Delete",
               async () => {
-                if (!(await confirmDialog("Delete zone", `Delete ${zone.name} and all its records?`))) return;
+                if (!(await confirmDialog("Delete zone", `Delete ${name} and all its records?`))) return;
                 try {
-                  await api.del(`/zones/${enc(zone.name)}`);
-                  toast(`Deleted ${zone.name}`);
+                  await api.del(`/zones/${enc(name)}`);
+                  toast(`Deleted ${name}`);
                   go("/zones");
                 } catch (err) {
                   toast(err.message, "error");
                 }
               },
-              { class: "danger small", "aria-label": `Delete zone ${zone.name}` },
+              { class: "danger small", "aria-label": `Delete zone ${name}` },
             )
           : null,
       ),
-    ),
-  );
+    );
+  });
   list.replaceWith(table(["Zone", "Records", "Serial", "Default TTL", ""], rows, { caption: "Zones served", empty: "No zones yet." }));
 }
 
@@ -79,7 +80,7 @@ function createDialog(go) {
         const zone = await api.post("/zones", spec);
         close();
         toast(`Created ${zone.name}`);
-        go(`/zones/${enc(zone.name.replace(/\.$/, ""))}`);
+        go(`/zones/${enc(bare(zone.name))}`);
       } catch (err) {
         showErrors(form, err);
       }
@@ -116,7 +117,7 @@ function importDialog(go) {
           const result = await api.post(`/zones/${enc(name.value.trim())}/import`, text.value);
           close();
           toast(`Imported ${result.records} records into ${result.zone}`);
-          go(`/zones/${enc(result.zone.replace(/\.$/, ""))}`);
+          go(`/zones/${enc(bare(result.zone))}`);
         } catch (err) {
           // Zone file problems name lines, not form fields: list them all at the top.
           showErrors(form, { errors: err.errors.map((e) => ({ field: e.field === "name" ? "name" : "", message: e.field && e.field !== "name" ? `${e.field}: ${e.message}` : e.message })) });

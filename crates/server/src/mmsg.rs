@@ -3,7 +3,7 @@
 //! syscall entry and socket checks over the batch; with one packet waiting it costs what
 //! `recvfrom` + `sendto` did.
 //!
-//! The only unsafe code of the server lives here: the two calls, and reading the kernel's
+//! Unsafe code lives here (and in `heap`, one libc call): the two calls, and reading the kernel's
 //! socket addresses. Every pointer handed to the kernel points into this struct's own boxed
 //! arrays, set again before each call, and lengths come from those arrays.
 #![allow(unsafe_code)]

@@ -141,16 +141,14 @@ impl Manager {
     ) -> Result<(ZoneConfig, T)> {
         let key = Manager::zone_key(zone)?;
         let mut zones = self.zones.lock().await;
-        let current = zones
-            .get(&key)
-            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
-        let mut next = current.clone();
+        let mut next = self.full_zone(&key, &zones).await?;
+        let old_serial = next.soa.serial;
         let extra = edit(&mut next)?;
         check_zone(&next)?;
-        next.soa.serial = next_serial(current.soa.serial, today_yyyymmdd());
+        next.soa.serial = next_serial(old_serial, today_yyyymmdd());
         save(self.store(), &mut next, &extra).await?;
         self.publish(&next);
-        zones.insert(key, next.clone());
+        zones.insert(key, crate::manage::HeldZone::of(&next));
         Ok((next, extra))
     }
 
@@ -164,7 +162,7 @@ impl Manager {
         let zone = zones
             .get(&key)
             .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
-        read(zone)
+        read(&zone.config)
     }
 
     pub async fn list_pools(&self, zone: &str) -> Result<Vec<api::Pool>> {

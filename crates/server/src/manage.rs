@@ -1,8 +1,9 @@
 //! The control plane for zones and records: validate a change against the whole zone, store
 //! it in one transaction, then rebuild that zone's snapshot and swap it in.
 //!
-//! Writes are serialised by one async mutex that holds the desired state; the query path
-//! never takes it.
+//! Writes are serialised by one async mutex that holds each zone's settings; the records stay
+//! in the store and are read back for a change (a second copy in memory was most of the memory
+//! of a big zone). The query path never takes the mutex.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -69,12 +70,56 @@ pub fn now_secs() -> i64 {
 pub struct Manager {
     store: Store,
     pub(crate) snapshot: Arc<ArcSwap<Snapshot>>,
-    pub(crate) zones: Mutex<BTreeMap<Dname, ZoneConfig>>,
+    pub(crate) zones: Mutex<BTreeMap<Dname, HeldZone>>,
     metrics: Arc<Metrics>,
     /// Health of check targets by key, kept by the health runner, shown with records.
     pub(crate) health: std::sync::RwLock<HashMap<u64, api::HealthInfo>>,
     /// Bumped on every change of zones, so the health runner can follow the checks.
     changes: tokio::sync::watch::Sender<u64>,
+}
+
+/// What the manager keeps of a zone between changes.
+pub(crate) struct HeldZone {
+    /// The zone without its records (`records` is empty): they are in the store.
+    pub config: ZoneConfig,
+    pub record_count: usize,
+    /// The A and AAAA records of every name where one of them is steered, for the health
+    /// runner and the topology.
+    pub steered: Vec<RecordConfig>,
+}
+
+impl HeldZone {
+    pub fn of(zone: &ZoneConfig) -> HeldZone {
+        let steered_names: std::collections::HashSet<Dname> = zone
+            .records
+            .iter()
+            .filter(|r| r.steering.is_some())
+            .map(|r| r.name.to_lowercase())
+            .collect();
+        let steered = if steered_names.is_empty() {
+            Vec::new()
+        } else {
+            zone.records
+                .iter()
+                .filter(|r| matches!(r.rtype, model::Rtype::A | model::Rtype::AAAA))
+                .filter(|r| steered_names.contains(&r.name.to_lowercase()))
+                .cloned()
+                .collect()
+        };
+        HeldZone {
+            config: ZoneConfig {
+                id: zone.id,
+                name: zone.name.clone(),
+                soa: zone.soa.clone(),
+                default_ttl: zone.default_ttl,
+                records: Vec::new(),
+                pools: zone.pools.clone(),
+                load_balancers: zone.load_balancers.clone(),
+            },
+            record_count: zone.records.len(),
+            steered,
+        }
+    }
 }
 
 /// A checked target as the zones name it: one per (key, record).
@@ -87,7 +132,8 @@ pub struct CheckedRecord {
     pub check: model::steering::CheckConfig,
 }
 
-fn to_api_zone(zone: &ZoneConfig) -> api::Zone {
+fn to_api_zone(held: &HeldZone) -> api::Zone {
+    let zone = &held.config;
     api::Zone {
         name: zone.name.to_string(),
         serial: zone.soa.serial,
@@ -101,7 +147,7 @@ fn to_api_zone(zone: &ZoneConfig) -> api::Zone {
             expire: zone.soa.expire,
             minimum: zone.soa.minimum,
         },
-        record_count: zone.records.len(),
+        record_count: held.record_count,
     }
 }
 
@@ -203,7 +249,7 @@ impl Manager {
         for zone in zones {
             records += zone.records.len();
             next = next.with_zone(Arc::new(ZoneSnapshot::compile(&zone)));
-            map.insert(zone.name.to_lowercase(), zone);
+            map.insert(zone.name.to_lowercase(), HeldZone::of(&zone));
         }
         metrics.zones.set(map.len() as i64);
         snapshot.store(Arc::new(next));
@@ -289,7 +335,7 @@ impl Manager {
         let zones = self.zones.lock().await;
         let mut out = Vec::new();
         for zone in zones.values() {
-            for record in &zone.records {
+            for record in &zone.steered {
                 let Some(check) = record.steering.as_ref().and_then(|s| s.check.as_ref()) else {
                     continue;
                 };
@@ -305,7 +351,7 @@ impl Manager {
                 });
             }
             // Origins of load balancer pools: their events go to record id -origin id.
-            out.extend(crate::lb::checked_origins(zone));
+            out.extend(crate::lb::checked_origins(&zone.config));
         }
         out
     }
@@ -332,10 +378,11 @@ impl Manager {
     pub async fn has_record(&self, zone: &str, id: i64) -> Result<()> {
         let key = Self::zone_key(zone)?;
         let zones = self.zones.lock().await;
-        let zone = zones
+        let zone = &zones
             .get(&key)
-            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
-        if zone.records.iter().any(|r| r.id == id) {
+            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?
+            .config;
+        if self.store.has_record(zone.id, id).await? {
             Ok(())
         } else {
             Err(ManageError::NotFound(format!(
@@ -343,6 +390,20 @@ impl Manager {
                 zone.name
             )))
         }
+    }
+
+    /// A held zone with its records, read from the store.
+    pub(crate) async fn full_zone(
+        &self,
+        key: &Dname,
+        zones: &BTreeMap<Dname, HeldZone>,
+    ) -> Result<ZoneConfig> {
+        let held = zones
+            .get(key)
+            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
+        let mut zone = held.config.clone();
+        zone.records = self.store.load_records(zone.id).await?;
+        Ok(zone)
     }
 
     pub(crate) fn zone_key(name: &str) -> Result<Dname> {
@@ -424,8 +485,9 @@ impl Manager {
         validate(&zone)?;
         let stored = self.store.create_zone(&zone, now_secs()).await?;
         self.publish(&stored);
-        let api_zone = to_api_zone(&stored);
-        zones.insert(name, stored);
+        let held = HeldZone::of(&stored);
+        let api_zone = to_api_zone(&held);
+        zones.insert(name, held);
         self.metrics.zones.set(zones.len() as i64);
         tracing::info!(zone = %api_zone.name, "zone created");
         Ok(api_zone)
@@ -453,13 +515,12 @@ impl Manager {
     pub async fn records(&self, zone: &str) -> Result<Vec<api::Record>> {
         let key = Self::zone_key(zone)?;
         let zones = self.zones.lock().await;
-        let zone = zones
-            .get(&key)
-            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
+        let zone = self.full_zone(&key, &zones).await?;
+        drop(zones);
         Ok(zone
             .records
             .iter()
-            .map(|r| self.api_record(zone, r))
+            .map(|r| self.api_record(&zone, r))
             .collect())
     }
 
@@ -472,17 +533,15 @@ impl Manager {
     ) -> Result<(ZoneConfig, Vec<i64>, T)> {
         let key = Self::zone_key(zone)?;
         let mut zones = self.zones.lock().await;
-        let current = zones
-            .get(&key)
-            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
-        let mut next = current.clone();
+        let mut next = self.full_zone(&key, &zones).await?;
+        let old_serial = next.soa.serial;
         let (deleted, added, extra) = edit(&mut next)?;
         next.records.retain(|r| !deleted.contains(&r.id));
         let first_new = next.records.len();
         next.records.extend(added.iter().cloned());
         validate(&next)?;
         crate::lb::check_zone(&next)?;
-        next.soa.serial = next_serial(current.soa.serial, today_yyyymmdd());
+        next.soa.serial = next_serial(old_serial, today_yyyymmdd());
         let ids = self
             .store
             .change_zone(
@@ -498,7 +557,7 @@ impl Manager {
             record.id = *id;
         }
         self.publish(&next);
-        zones.insert(key, next.clone());
+        zones.insert(key, HeldZone::of(&next));
         Ok((next, ids, extra))
     }
 
@@ -639,7 +698,10 @@ impl Manager {
     pub async fn import(&self, zone: &str, text: &str) -> Result<api::ImportResult> {
         let key = parse_zone_name(zone).map_err(|e| ManageError::Invalid(vec![e]))?;
         let mut zones = self.zones.lock().await;
-        let current = zones.get(&key).cloned();
+        let current = match zones.contains_key(&key) {
+            true => Some(self.full_zone(&key, &zones).await?),
+            false => None,
+        };
         let default_ttl = current.as_ref().map_or(3600, |z| z.default_ttl);
         let parsed =
             model::zonefile::parse(text, &key, default_ttl).map_err(ManageError::Invalid)?;
@@ -726,8 +788,9 @@ impl Manager {
             records: stored.records.len(),
             serial: stored.soa.serial,
         };
-        // The replaced zone goes here, while the lock is held; then the heap is trimmed.
-        drop(zones.insert(key, stored));
+        zones.insert(key, HeldZone::of(&stored));
+        drop(stored);
+        drop(current);
         self.metrics.zones.set(zones.len() as i64);
         drop(zones);
         tracing::info!(zone = %result.zone, records = result.records, serial = result.serial, "zone imported");
@@ -738,10 +801,9 @@ impl Manager {
     pub async fn export(&self, zone: &str) -> Result<String> {
         let key = Self::zone_key(zone)?;
         let zones = self.zones.lock().await;
-        let zone = zones
-            .get(&key)
-            .ok_or_else(|| ManageError::NotFound(format!("no zone {key}")))?;
-        Ok(model::zonefile::export(zone))
+        let zone = self.full_zone(&key, &zones).await?;
+        drop(zones);
+        Ok(model::zonefile::export(&zone))
     }
 }
 

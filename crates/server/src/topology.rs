@@ -168,17 +168,22 @@ impl Manager {
         };
         let mut graph = Graph::default();
         for zone in zones.values() {
-            add_records(&mut graph, zone, &state_of);
-            add_load_balancers(&mut graph, zone, &state_of);
+            add_records(&mut graph, &zone.config, &zone.steered, &state_of);
+            add_load_balancers(&mut graph, &zone.config, &state_of);
         }
         graph.finish()
     }
 }
 
 /// One name node per A/AAAA RRset in which at least one record is steered.
-fn add_records(graph: &mut Graph, zone: &ZoneConfig, state_of: &impl Fn(u64) -> &'static str) {
+fn add_records(
+    graph: &mut Graph,
+    zone: &ZoneConfig,
+    records: &[RecordConfig],
+    state_of: &impl Fn(u64) -> &'static str,
+) {
     let mut rrsets: BTreeMap<(Dname, u16), Vec<&RecordConfig>> = BTreeMap::new();
-    for record in &zone.records {
+    for record in records {
         if record.rtype == Rtype::A || record.rtype == Rtype::AAAA {
             rrsets
                 .entry((record.name.to_lowercase(), record.rtype.to_int()))

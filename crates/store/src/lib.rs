@@ -164,7 +164,8 @@ impl Store {
         Ok(Some(zone))
     }
 
-    async fn load_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
+    /// A zone's records, in the order they were stored.
+    pub async fn load_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
         // Pages of records as one JSON text each: sqlx hands rows over from its SQLite thread
         // one message at a time, and a million such hand-offs were most of a restart. SQLite
         // builds the page (blobs as hex) in C; we parse it with borrowed strings.
@@ -211,6 +212,17 @@ impl Store {
         }
         records.shrink_to_fit();
         Ok(records)
+    }
+
+    /// Whether record `id` belongs to zone `zone_id`.
+    pub async fn has_record(&self, zone_id: i64, id: i64) -> Result<bool> {
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM records WHERE id = ? AND zone_id = ?")
+                .bind(id)
+                .bind(zone_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(found.is_some())
     }
 
     /// Stores a new zone and its records; returns the zone with ids filled in.

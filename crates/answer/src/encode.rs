@@ -316,7 +316,7 @@ pub fn encode(query: &Query, answer: &Answer<'_>, transport: Transport, out: &mu
 
 /// A response with only a header, the question when it could be read, and OPT when the query
 /// had one.
-pub fn error_response(header: &ErrorHeader, rcode: u16, out: &mut Vec<u8>) {
+pub fn error_response(header: &ErrorHeader, qname: &NameBuf, rcode: u16, out: &mut Vec<u8>) {
     let mut comp = Compressor::new();
     write_header(
         out,
@@ -328,8 +328,8 @@ pub fn error_response(header: &ErrorHeader, rcode: u16, out: &mut Vec<u8>) {
         rcode,
     );
     let mut qd = 0;
-    if let Some((qname, qtype, qclass)) = &header.question {
-        write_question(out, qname, *qtype, *qclass, &mut comp);
+    if let Some((qtype, qclass)) = header.question {
+        write_question(out, qname, qtype, qclass, &mut comp);
         qd = 1;
     }
     let mut ar = 0;

@@ -70,21 +70,22 @@ pub fn respond_to(
     out: &mut Vec<u8>,
 ) -> Outcome {
     out.clear();
-    match query::parse(packet) {
+    let mut query = Query::EMPTY;
+    match query::parse_into(packet, &mut query) {
         Err(QueryError::Drop) => Outcome::Drop,
         Err(QueryError::Reject {
             header,
             rcode,
             reason,
         }) => {
-            encode::error_response(&header, rcode, out);
+            encode::error_response(&header, &query.qname, rcode, out);
             Outcome::Respond {
                 rcode,
                 reason,
                 truncated: false,
             }
         }
-        Ok(query) => {
+        Ok(()) => {
             let mut answer = lookup::Answer::new(rcode::NOERROR, lookup::Reason::Answer);
             lookup::answer_into(&mut answer, snapshot, &query, transport, client);
             let truncated = encode::encode(&query, &answer, transport, out);

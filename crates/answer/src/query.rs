@@ -1,8 +1,8 @@
 //! Reading a query: header, the one question, and the OPT record (RFC 1035 §4.1, RFC 6891).
 
+use domain::base::Message;
 use domain::base::iana::{Opcode, Rtype};
 use domain::base::rdata::UnknownRecordData;
-use domain::base::{Message, ParsedName};
 
 use crate::lookup::Reason;
 use crate::rcode;
@@ -25,6 +25,13 @@ pub struct NameBuf {
 }
 
 impl NameBuf {
+    pub const EMPTY: NameBuf = NameBuf {
+        bytes: [0; 255],
+        len: 1,
+        starts: [0; 128],
+        n_labels: 0,
+    };
+
     /// Copies a valid uncompressed wire name, optionally in lower case.
     pub fn from_wire(wire: &[u8], lower: bool) -> NameBuf {
         let mut buf = NameBuf {
@@ -82,7 +89,8 @@ pub struct Edns {
     pub ecs: Option<Ecs>,
 }
 
-/// A parsed query.
+/// A parsed query. [`parse_into`] fills one in place, so the path that answers packets reuses
+/// it instead of zeroing and moving its name buffers per query.
 #[derive(Clone)]
 pub struct Query {
     pub id: u16,
@@ -98,6 +106,20 @@ pub struct Query {
     pub edns: Option<Edns>,
 }
 
+impl Query {
+    pub const EMPTY: Query = Query {
+        id: 0,
+        opcode: 0,
+        rd: false,
+        cd: false,
+        qname: NameBuf::EMPTY,
+        lower: NameBuf::EMPTY,
+        qtype: Rtype::A,
+        qclass: 1,
+        edns: None,
+    };
+}
+
 /// The header fields an error response echoes.
 #[derive(Clone, Copy, Debug)]
 pub struct ErrorHeader {
@@ -105,8 +127,9 @@ pub struct ErrorHeader {
     pub opcode: u8,
     pub rd: bool,
     pub cd: bool,
-    /// The question, if it could be read, to echo it.
-    pub question: Option<(NameBuf, u16, u16)>,
+    /// Type and class of the question, if it could be read, to echo it with the query's
+    /// `qname`.
+    pub question: Option<(u16, u16)>,
     /// Whether to add an OPT record (the query had a readable one).
     pub edns: bool,
 }
@@ -137,9 +160,14 @@ pub enum QueryError {
 const OPT_ECS: u16 = 8;
 
 /// Parses a query packet.
-// `Query` is larger than the error, so boxing the error would not make the result smaller.
-#[allow(clippy::result_large_err)]
 pub fn parse(packet: &[u8]) -> Result<Query, QueryError> {
+    let mut query = Query::EMPTY;
+    parse_into(packet, &mut query)?;
+    Ok(query)
+}
+
+/// Parses a query packet into `query`. On a `Reject` with a question, `query.qname` holds it.
+pub fn parse_into(packet: &[u8], query: &mut Query) -> Result<(), QueryError> {
     let Ok(message) = Message::from_slice(packet) else {
         return Err(QueryError::Drop);
     };
@@ -166,24 +194,15 @@ pub fn parse(packet: &[u8]) -> Result<Query, QueryError> {
     if counts.qdcount() != 1 {
         return reject(error_header, rcode::FORMERR, Reason::Malformed);
     }
-    let Some(Ok(question)) = message.question().next() else {
+    let Some(end) = read_qname(packet, query) else {
         return reject(error_header, rcode::FORMERR, Reason::Malformed);
     };
-    let qname_parsed: ParsedName<&[u8]> = question.into_qname();
-    let mut wire = [0u8; 255];
-    let mut len = 0usize;
-    for label in qname_parsed.iter() {
-        let bytes = label.as_slice();
-        wire[len] = bytes.len() as u8;
-        wire[len + 1..len + 1 + bytes.len()].copy_from_slice(bytes);
-        len += 1 + bytes.len();
-    }
-    // The iterator yields the root label too, so `wire` ends in a zero byte.
-    let qname = NameBuf::from_wire(&wire[..len], false);
-    let lower = NameBuf::from_wire(&wire[..len], true);
-    let qtype = question.qtype();
-    let qclass = question.qclass().to_int();
-    error_header.question = Some((qname, qtype.to_int(), qclass));
+    let Some(&[t0, t1, c0, c1]) = packet.get(end..end + 4) else {
+        return reject(error_header, rcode::FORMERR, Reason::Malformed);
+    };
+    let qtype = Rtype::from_int(u16::from_be_bytes([t0, t1]));
+    let qclass = u16::from_be_bytes([c0, c1]);
+    error_header.question = Some((qtype.to_int(), qclass));
     if header.opcode() != Opcode::QUERY {
         return reject(error_header, rcode::NOTIMP, Reason::NotImplemented);
     }
@@ -224,17 +243,49 @@ pub fn parse(packet: &[u8]) -> Result<Query, QueryError> {
     {
         return reject(error_header, rcode::BADVERS, Reason::BadVersion);
     }
-    Ok(Query {
-        id: header.id(),
-        opcode: 0,
-        rd: header.rd(),
-        cd: header.cd(),
-        qname,
-        lower,
-        qtype,
-        qclass,
-        edns,
-    })
+    query.id = header.id();
+    query.opcode = 0;
+    query.rd = header.rd();
+    query.cd = header.cd();
+    query.qtype = qtype;
+    query.qclass = qclass;
+    query.edns = edns;
+    Ok(())
+}
+
+/// Reads the question's name (at offset 12) into `query.qname` and, lower-cased,
+/// `query.lower`, in one pass; returns where the name ends. A compression pointer can only
+/// point back into the header here, so it is refused like any other malformed name.
+fn read_qname(packet: &[u8], query: &mut Query) -> Option<usize> {
+    const START: usize = 12;
+    let mut pos = 0usize;
+    let mut labels = 0usize;
+    loop {
+        let len = *packet.get(START + pos)? as usize;
+        // At most 255 bytes, so at most 127 labels before the root.
+        if len > 63 || pos + 1 + len > 255 {
+            return None;
+        }
+        query.qname.starts[labels] = pos as u8;
+        query.qname.bytes[pos] = len as u8;
+        query.lower.bytes[pos] = len as u8;
+        if len == 0 {
+            break;
+        }
+        let label = packet.get(START + pos + 1..START + pos + 1 + len)?;
+        for (i, &b) in label.iter().enumerate() {
+            query.qname.bytes[pos + 1 + i] = b;
+            query.lower.bytes[pos + 1 + i] = b.to_ascii_lowercase();
+        }
+        labels += 1;
+        pos += 1 + len;
+    }
+    query.qname.len = (pos + 1) as u8;
+    query.qname.n_labels = labels as u8;
+    query.lower.len = query.qname.len;
+    query.lower.n_labels = query.qname.n_labels;
+    query.lower.starts[..=labels].copy_from_slice(&query.qname.starts[..=labels]);
+    Some(START + pos + 1)
 }
 
 /// Walks the option TLVs; returns a well-formed ECS option, ignores unknown options.
@@ -292,4 +343,97 @@ fn parse_ecs(body: &[u8]) -> Result<Ecs, ()> {
         source_prefix,
         address,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(qname: &[u8], tail: &[u8]) -> Vec<u8> {
+        let mut p = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        p.extend_from_slice(qname);
+        p.extend_from_slice(tail);
+        p
+    }
+
+    fn rejected(p: &[u8]) -> Option<(u16, bool)> {
+        match parse(p) {
+            Err(QueryError::Reject { rcode, header, .. }) => {
+                Some((rcode, header.question.is_some()))
+            }
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_name_is_read_as_sent_and_in_lower_case() {
+        let q = parse(&packet(b"\x03WwW\x07Example\x03COM\x00", &[0, 28, 0, 1])).unwrap();
+        assert_eq!(q.qname.as_wire(), b"\x03WwW\x07Example\x03COM\x00");
+        assert_eq!(q.lower.as_wire(), b"\x03www\x07example\x03com\x00");
+        assert_eq!(q.lower.suffix(1), b"\x07example\x03com\x00");
+        assert_eq!(q.lower.suffix(3), b"\x00");
+        assert_eq!(
+            (q.qtype, q.qclass, q.id, q.rd),
+            (Rtype::AAAA, 1, 0x1234, true)
+        );
+    }
+
+    #[test]
+    fn a_name_of_255_bytes_is_read_and_one_more_is_refused() {
+        let longest: Vec<u8> = (0..127).flat_map(|_| [1u8, b'a']).chain([0]).collect();
+        assert_eq!(longest.len(), 255);
+        let q = parse(&packet(&longest, &[0, 1, 0, 1])).unwrap();
+        assert_eq!(q.qname.n_labels, 127);
+        assert_eq!(q.lower.suffix(126), b"\x01a\x00");
+        let too_long: Vec<u8> = [2u8, b'a', b'a']
+            .into_iter()
+            .chain(longest[2..].iter().copied())
+            .collect();
+        assert_eq!(
+            rejected(&packet(&too_long, &[0, 1, 0, 1])),
+            Some((rcode::FORMERR, false))
+        );
+    }
+
+    #[test]
+    fn pointers_bad_labels_and_cut_packets_are_malformed() {
+        for (name, tail) in [
+            (&b"\xc0\x0c"[..], &[0u8, 1, 0, 1][..]),
+            (b"\x40aaaa\x00", &[0, 1, 0, 1]),
+            (b"\x05abc", &[]),
+            (b"\x03abc", &[]),
+        ] {
+            assert_eq!(
+                rejected(&packet(name, tail)),
+                Some((rcode::FORMERR, false)),
+                "{name:?}"
+            );
+        }
+        // The name is whole but the type and class are cut off.
+        assert_eq!(
+            rejected(&packet(b"\x03abc\x00", &[0, 1])),
+            Some((rcode::FORMERR, false))
+        );
+        assert!(matches!(parse(&[0u8; 11]), Err(QueryError::Drop)));
+    }
+
+    #[test]
+    fn a_rejected_query_keeps_its_question_for_the_echo() {
+        let mut p = packet(b"\x03abc\x00", &[0, 1, 0, 1]);
+        p[2] = 0x10; // opcode 2 (STATUS)
+        let mut query = Query::EMPTY;
+        let err = parse_into(&p, &mut query).unwrap_err();
+        assert!(matches!(
+            err,
+            QueryError::Reject {
+                rcode: rcode::NOTIMP,
+                header: ErrorHeader {
+                    question: Some((1, 1)),
+                    ..
+                },
+                ..
+            }
+        ));
+        assert_eq!(query.qname.as_wire(), b"\x03abc\x00");
+    }
 }

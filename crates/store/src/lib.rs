@@ -166,6 +166,23 @@ impl Store {
 
     /// A zone's records, in the order they were stored.
     pub async fn load_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
+        let mut records = Vec::new();
+        self.read_records(zone_id, |page| {
+            records.extend(page);
+            Ok(())
+        })
+        .await?;
+        records.shrink_to_fit();
+        Ok(records)
+    }
+
+    /// A zone's records in pages, in the order they were stored, handed to `each` as they are
+    /// read: a caller can compile one page while the next is read.
+    pub async fn read_records(
+        &self,
+        zone_id: i64,
+        mut each: impl FnMut(Vec<RecordConfig>) -> Result<()>,
+    ) -> Result<()> {
         // Pages of records as one JSON text each: sqlx hands rows over from its SQLite thread
         // one message at a time, and a million such hand-offs were most of a restart. SQLite
         // builds the page (blobs as hex) in C; we parse it with borrowed strings.
@@ -178,7 +195,6 @@ impl Store {
             &'a str,
             #[serde(borrow)] Option<std::borrow::Cow<'a, str>>,
         );
-        let mut records = Vec::new();
         let mut after = 0i64;
         loop {
             let page: String = sqlx::query_scalar(
@@ -196,6 +212,7 @@ impl Store {
             let Some(last) = rows.last() else { break };
             after = last.0;
             let full = rows.len() as i64 == LOAD_PAGE;
+            let mut records = Vec::with_capacity(rows.len());
             for Row(id, name, rtype, ttl, rdata, steering) in rows {
                 records.push(record_from_parts(
                     id,
@@ -206,12 +223,12 @@ impl Store {
                     steering.as_deref(),
                 )?);
             }
+            each(records)?;
             if !full {
                 break;
             }
         }
-        records.shrink_to_fit();
-        Ok(records)
+        Ok(())
     }
 
     /// Whether record `id` belongs to zone `zone_id`.

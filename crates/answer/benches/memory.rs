@@ -84,9 +84,9 @@ fn main() {
     };
     println!("{records} A records, one name each");
     println!(
-        "sizes: RecordConfig {} B, Node {} B, Rrset {} B, Rdata {} B, Dname {} B",
+        "sizes: RecordConfig {} B, NodeData {} B, Rrset {} B, Rdata {} B, Dname {} B",
         size_of::<model::zone::RecordConfig>(),
-        size_of::<model::snapshot::Node>(),
+        size_of::<model::snapshot::NodeData>(),
         size_of::<model::snapshot::Rrset>(),
         size_of::<model::Rdata>(),
         size_of::<Dname>(),

@@ -129,7 +129,7 @@ impl<'a> Answer<'a> {
         self.lb = None;
     }
 
-    fn push_additional(&mut self, node: &'a Node, rtype: Rtype) {
+    fn push_additional(&mut self, node: Node<'a>, rtype: Rtype) {
         for extra in node.additional(rtype) {
             let _ = self
                 .additional
@@ -141,9 +141,9 @@ impl<'a> Answer<'a> {
 /// What a name is in a zone.
 enum Found<'a> {
     /// The node; `true` when it was reached through a wildcard.
-    Node(&'a Node, bool),
-    /// Below a zone cut: the cut's name and node.
-    Referral(&'a [u8], &'a Node),
+    Node(Node<'a>, bool),
+    /// Below a zone cut: the cut's node.
+    Referral(Node<'a>),
     NxDomain,
 }
 
@@ -152,7 +152,7 @@ fn find<'a>(zone: &'a ZoneSnapshot, name: &NameBuf, qtype: Rtype) -> Found<'a> {
     let apex_labels = zone.apex_labels as usize;
     let below_apex = (name.n_labels as usize).saturating_sub(apex_labels);
     if let Some(node) = zone.node(name.as_wire()) {
-        if zone.has_cuts && (node.below_cut || (node.is_cut && qtype != Rtype::DS)) {
+        if zone.has_cuts && (node.below_cut() || (node.is_cut() && qtype != Rtype::DS)) {
             return topmost_cut(zone, name, below_apex).unwrap_or(Found::Node(node, false));
         }
         return Found::Node(node, false);
@@ -162,7 +162,7 @@ fn find<'a>(zone: &'a ZoneSnapshot, name: &NameBuf, qtype: Rtype) -> Found<'a> {
         let Some(encloser) = zone.node(name.suffix(skip)) else {
             continue;
         };
-        if zone.has_cuts && (encloser.is_cut || encloser.below_cut) {
+        if zone.has_cuts && (encloser.is_cut() || encloser.below_cut()) {
             return topmost_cut(zone, name, below_apex).unwrap_or(Found::NxDomain);
         }
         let suffix = name.suffix(skip);
@@ -181,9 +181,9 @@ fn find<'a>(zone: &'a ZoneSnapshot, name: &NameBuf, qtype: Rtype) -> Found<'a> {
 /// The highest delegation at or above `name` (RFC 1034 §4.3.2 step 3b).
 fn topmost_cut<'a>(zone: &'a ZoneSnapshot, name: &NameBuf, below_apex: usize) -> Option<Found<'a>> {
     for skip in (0..below_apex).rev() {
-        let (key, node) = zone.nodes.get_key_value(name.suffix(skip))?;
-        if node.is_cut {
-            return Some(Found::Referral(key, node));
+        let node = zone.node(name.suffix(skip))?;
+        if node.is_cut() {
+            return Some(Found::Referral(node));
         }
     }
     None
@@ -248,7 +248,7 @@ pub fn answer_into<'a>(
     for hop in 0..MAX_CHAIN {
         let name = chained.as_ref().unwrap_or(&query.lower);
         match find(zone, name, qtype) {
-            Found::Referral(cut_name, cut) => {
+            Found::Referral(cut) => {
                 if hop == 0 {
                     out.aa = false;
                     out.reason = Reason::Referral;
@@ -256,7 +256,7 @@ pub fn answer_into<'a>(
                 if let Some(ns) = cut.rrset(Rtype::NS) {
                     let _ = out
                         .authority
-                        .try_push(RrRef::all(Owner::Name(cut_name), ns));
+                        .try_push(RrRef::all(Owner::Name(cut.name()), ns));
                     out.push_additional(cut, Rtype::NS);
                 }
                 return;
@@ -272,7 +272,7 @@ pub fn answer_into<'a>(
             }
             Found::Node(node, wildcard) => {
                 if qtype == Rtype::ANY {
-                    if node.rrsets.is_empty() {
+                    if node.rrsets().is_empty() {
                         out.reason = Reason::NoData;
                         out.authority.push(RrRef::all(
                             Owner::Name(zone.apex.as_wire()),
@@ -282,7 +282,7 @@ pub fn answer_into<'a>(
                     }
                     // RFC 8482 §4.1: one RRset, the lowest type (as Knot DNS), with its
                     // additional data; §4.4 lets TCP get the same minimal answer.
-                    let rrset = &node.rrsets[0];
+                    let rrset = &node.rrsets()[0];
                     let _ = out.answer.try_push(RrRef::all(owner, rrset));
                     if !wildcard {
                         out.push_additional(node, rrset.rtype);
@@ -294,7 +294,7 @@ pub fn answer_into<'a>(
                 }
                 // SPEC §7: a load balancer owns A and AAAA at its name.
                 if matches!(qtype, Rtype::A | Rtype::AAAA)
-                    && let Some(lb) = &node.lb
+                    && let Some(lb) = node.lb()
                 {
                     let decision = crate::lb::decide(
                         lb,

@@ -21,66 +21,230 @@ use crate::zone::ZoneConfig;
 /// A map keyed by lower-case wire names; lookups take a borrowed `&[u8]`.
 pub type NameMap<V> = HashMap<Box<[u8]>, V, RandomState>;
 
-/// A zone's nodes as the query path reads them: the entries in one exact-size array and an
-/// open-addressing table of 8-byte slots (32 bits of the hash, 32 bits of index). A `HashMap`
-/// of the same entries rounds its buckets up to a power of two of entry size: at a million
-/// names that alone was ~170 bytes per name, here it is ~16.
+/// A zone's nodes as the query path reads them, in flat arrays built once by
+/// [`ZoneSnapshot::compile`]: the owner names concatenated, the RRsets grouped by node, a
+/// 16-byte [`NodeData`] per node, the rare additionals and load balancers apart in `extras`,
+/// and an open-addressing table of 8-byte slots (32 bits of the hash, 32 bits of node index).
+/// A heap block per name and a 96-byte node per entry cost ~149 bytes per one-record name at
+/// a million names; this costs ~96 (RRset 48, node 16, name ~20, slots 12) in a handful of
+/// heap blocks per zone.
 #[derive(Clone, Debug, Default)]
 pub struct NodeIndex {
-    entries: Box<[(Box<[u8]>, Node)]>,
-    /// `EMPTY`, or `hash >> 32 << 32 | index`; length a power of two, at most 3/4 full.
+    names: Box<[u8]>,
+    /// Grouped by node, sorted by type number within a node.
+    rrsets: Box<[Rrset]>,
+    nodes: Box<[NodeData]>,
+    extras: Box<[NodeExtra]>,
+    /// `EMPTY`, or `hash >> 32 << 32 | index`. Probes start in the first `home` slots: 3/2
+    /// per node, not rounded up to a power of two (2^21 at a million names); at 4/3 per node
+    /// the longer probes of misses slowed NXDOMAIN answers.
     slots: Box<[u64]>,
+    home: usize,
     hasher: RandomState,
 }
 
 const EMPTY: u64 = u64::MAX;
 
+/// `NodeData::extra` of a node with neither additionals nor a load balancer.
+const NO_EXTRA: u32 = u32::MAX;
+
+const IS_CUT: u8 = 1;
+const BELOW_CUT: u8 = 2;
+
+/// One node, by position in its [`NodeIndex`]'s arrays; small so a zone's nodes stay dense.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeData {
+    name: u32,
+    first_rrset: u32,
+    /// Index into `extras`, or `NO_EXTRA`.
+    extra: u32,
+    rrset_count: u16,
+    name_len: u8,
+    flags: u8,
+}
+
+/// What few nodes have, kept out of [`NodeData`] so the many do not pay for it.
+#[derive(Clone, Debug)]
+struct NodeExtra {
+    /// For NS, MX and SRV RRsets: the in-zone A/AAAA of their targets, in RRset order.
+    additionals: Box<[(Rtype, Box<[Additional]>)]>,
+    lb: Option<Box<crate::lb::LbSnapshot>>,
+}
+
+/// Maps a 32-bit hash onto `0..len` with a multiply and a shift, so the table need not be a
+/// power of two long.
+fn reduce(hash: u64, len: usize) -> usize {
+    (((hash & 0xffff_ffff) * len as u64) >> 32) as usize
+}
+
 impl NodeIndex {
-    pub fn build(map: NameMap<Node>) -> NodeIndex {
+    /// Flattens the nodes compile built, moving their RRsets; each builder is freed as it is
+    /// taken.
+    pub fn build(map: NameMap<NodeBuilder>) -> NodeIndex {
         let hasher = RandomState::default();
-        let entries: Box<[(Box<[u8]>, Node)]> = map.into_iter().collect();
-        let size = (entries.len() * 4 / 3 + 1).next_power_of_two().max(8);
-        let mut slots = vec![EMPTY; size].into_boxed_slice();
-        let mask = size - 1;
-        for (index, (key, _)) in entries.iter().enumerate() {
+        let name_bytes: usize = map.keys().map(|k| k.len()).sum();
+        let rrset_total: usize = map.values().map(|n| n.rrsets.len()).sum();
+        let extra_total = map.values().filter(|n| n.has_extra()).count();
+        // Offsets and indexes are u32, and `EMPTY` must not be a node's slot.
+        assert!(
+            name_bytes < u32::MAX as usize
+                && rrset_total < u32::MAX as usize
+                && map.len() < u32::MAX as usize,
+            "a zone too large for a 32-bit node index"
+        );
+        let mut names = Vec::with_capacity(name_bytes);
+        let mut rrsets = Vec::with_capacity(rrset_total);
+        let mut nodes = Vec::with_capacity(map.len());
+        let mut extras = Vec::with_capacity(extra_total);
+        let home = (map.len() * 3 / 2 + 1).max(8);
+        // A probe runs on past `home` instead of wrapping; the last slot stays empty to end it.
+        let mut slots = vec![EMPTY; home + 1];
+        for (key, node) in map {
             let hash = hasher.hash_one(&key[..]);
-            let mut at = hash as usize & mask;
+            let mut at = reduce(hash, home);
             while slots[at] != EMPTY {
-                at = (at + 1) & mask;
+                at += 1;
             }
-            slots[at] = (hash & 0xffff_ffff_0000_0000) | index as u64;
+            if at == slots.len() - 1 {
+                slots.push(EMPTY);
+            }
+            slots[at] = (hash & 0xffff_ffff_0000_0000) | nodes.len() as u64;
+            let extra = if node.has_extra() {
+                extras.push(NodeExtra {
+                    additionals: node
+                        .additionals
+                        .into_iter()
+                        .map(|(rtype, found)| (rtype, found.into_boxed_slice()))
+                        .collect(),
+                    lb: node.lb,
+                });
+                (extras.len() - 1) as u32
+            } else {
+                NO_EXTRA
+            };
+            nodes.push(NodeData {
+                name: names.len() as u32,
+                first_rrset: rrsets.len() as u32,
+                extra,
+                rrset_count: u16::try_from(node.rrsets.len())
+                    .expect("one RRset per type, and type 0 is no data type"),
+                name_len: key.len() as u8,
+                flags: if node.is_cut { IS_CUT } else { 0 }
+                    | if node.below_cut { BELOW_CUT } else { 0 },
+            });
+            names.extend_from_slice(&key);
+            // The index never grows: give back what RRsets of several records over-reserved.
+            rrsets.extend(node.rrsets.into_iter().map(|mut rrset| {
+                rrset.rdatas.shrink_to_fit();
+                rrset
+            }));
         }
         NodeIndex {
-            entries,
-            slots,
+            names: names.into_boxed_slice(),
+            rrsets: rrsets.into_boxed_slice(),
+            nodes: nodes.into_boxed_slice(),
+            extras: extras.into_boxed_slice(),
+            slots: slots.into_boxed_slice(),
+            home,
             hasher,
         }
     }
 
-    pub fn get_key_value(&self, key: &[u8]) -> Option<(&[u8], &Node)> {
-        if self.entries.is_empty() {
+    pub fn get(&self, key: &[u8]) -> Option<Node<'_>> {
+        if self.slots.is_empty() {
             return None;
         }
         let hash = self.hasher.hash_one(key);
-        let mask = self.slots.len() - 1;
-        let mut at = hash as usize & mask;
+        let mut at = reduce(hash, self.home);
         loop {
             let slot = self.slots[at];
             if slot == EMPTY {
                 return None;
             }
             if slot >> 32 == hash >> 32 {
-                let (k, node) = &self.entries[(slot & 0xffff_ffff) as usize];
-                if &k[..] == key {
-                    return Some((k, node));
+                let node = self.at((slot & 0xffff_ffff) as usize);
+                if node.name() == key {
+                    return Some(node);
                 }
             }
-            at = (at + 1) & mask;
+            at += 1;
         }
     }
 
-    pub fn get(&self, key: &[u8]) -> Option<&Node> {
-        self.get_key_value(key).map(|(_, node)| node)
+    fn at(&self, index: usize) -> Node<'_> {
+        Node {
+            index: self,
+            data: &self.nodes[index],
+        }
+    }
+}
+
+/// A node of a [`ZoneSnapshot`] as lookups return it: a view into its [`NodeIndex`].
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    index: &'a NodeIndex,
+    data: &'a NodeData,
+}
+
+impl<'a> Node<'a> {
+    /// The lower-case wire owner name.
+    pub fn name(self) -> &'a [u8] {
+        let start = self.data.name as usize;
+        &self.index.names[start..start + self.data.name_len as usize]
+    }
+
+    /// Sorted by type number.
+    pub fn rrsets(self) -> &'a [Rrset] {
+        let start = self.data.first_rrset as usize;
+        &self.index.rrsets[start..start + self.data.rrset_count as usize]
+    }
+
+    pub fn rrset(self, rtype: Rtype) -> Option<&'a Rrset> {
+        self.rrsets().iter().find(|r| r.rtype == rtype)
+    }
+
+    pub fn additional(self, rtype: Rtype) -> &'a [Additional] {
+        self.extra()
+            .and_then(|extra| extra.additionals.iter().find(|(t, _)| *t == rtype))
+            .map(|(_, found)| &found[..])
+            .unwrap_or(&[])
+    }
+
+    /// A load balancer owns A, AAAA and CNAME here (SPEC §7).
+    pub fn lb(self) -> Option<&'a crate::lb::LbSnapshot> {
+        self.extra().and_then(|extra| extra.lb.as_deref())
+    }
+
+    /// An NS RRset below the apex: a delegation (RFC 1034 §4.2.1).
+    pub fn is_cut(self) -> bool {
+        self.data.flags & IS_CUT != 0
+    }
+
+    /// Strictly below a delegation: glue or occluded data, never answered authoritatively.
+    pub fn below_cut(self) -> bool {
+        self.data.flags & BELOW_CUT != 0
+    }
+
+    /// An empty non-terminal: the name exists only because names below it do.
+    pub fn is_empty_non_terminal(self) -> bool {
+        self.data.rrset_count == 0 && self.lb().is_none()
+    }
+
+    /// `NO_EXTRA` is past the end of any `extras`.
+    fn extra(self) -> Option<&'a NodeExtra> {
+        self.index.extras.get(self.data.extra as usize)
+    }
+}
+
+impl std::fmt::Debug for Node<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("name", &Dname::from_wire_unchecked(self.name()))
+            .field("rrsets", &self.rrsets())
+            .field("is_cut", &self.is_cut())
+            .field("below_cut", &self.below_cut())
+            .field("extra", &self.extra())
+            .finish()
     }
 }
 
@@ -224,10 +388,11 @@ pub struct Additional {
     pub rrset: Rrset,
 }
 
-/// One owner name of a zone.
+/// One owner name of a zone while [`ZoneSnapshot::compile`] builds it; flattened into the
+/// [`NodeIndex`] once complete.
 #[derive(Clone, Debug, Default)]
-pub struct Node {
-    /// Sorted by type number.
+pub struct NodeBuilder {
+    /// Sorted by type number once every record is in.
     pub rrsets: SmallVec<[Rrset; 1]>,
     /// For NS, MX and SRV RRsets: the in-zone A/AAAA of their targets, in RRset order.
     pub additionals: Vec<(Rtype, Vec<Additional>)>,
@@ -239,26 +404,17 @@ pub struct Node {
     pub lb: Option<Box<crate::lb::LbSnapshot>>,
 }
 
-impl Node {
+impl NodeBuilder {
     pub fn rrset(&self, rtype: Rtype) -> Option<&Rrset> {
         self.rrsets.iter().find(|r| r.rtype == rtype)
     }
 
-    pub fn additional(&self, rtype: Rtype) -> &[Additional] {
-        self.additionals
-            .iter()
-            .find(|(t, _)| *t == rtype)
-            .map(|(_, a)| a.as_slice())
-            .unwrap_or(&[])
-    }
-
-    /// An empty non-terminal: the name exists only because names below it do.
-    pub fn is_empty_non_terminal(&self) -> bool {
-        self.rrsets.is_empty() && self.lb.is_none()
+    fn has_extra(&self) -> bool {
+        !self.additionals.is_empty() || self.lb.is_some()
     }
 }
 
-/// One zone, indexed for lookup.
+/// One zone, indexed for lookup; its nodes are in [`NodeIndex`]'s flat arrays.
 #[derive(Clone, Debug)]
 pub struct ZoneSnapshot {
     /// Lower-case apex.
@@ -290,9 +446,9 @@ impl ZoneSnapshot {
             rdatas: smallvec![soa_rdata],
             steered: None,
         };
-        let mut nodes: NameMap<Node> =
+        let mut nodes: NameMap<NodeBuilder> =
             NameMap::with_capacity_and_hasher(zone.records.len() + 1, RandomState::default());
-        let mut apex_node = Node::default();
+        let mut apex_node = NodeBuilder::default();
         apex_node.rrsets.push(soa.clone());
         nodes.insert(apex.as_wire().into(), apex_node);
         for record in &zone.records {
@@ -357,16 +513,12 @@ impl ZoneSnapshot {
         }
         let has_cuts = !cuts.is_empty();
         if has_cuts {
-            let keys: Vec<Box<[u8]>> = nodes.keys().cloned().collect();
-            for key in keys {
-                let below = cuts.iter().any(|cut| {
+            for (key, node) in nodes.iter_mut() {
+                node.below_cut = cuts.iter().any(|cut| {
                     key.len() > cut.len()
                         && key.ends_with(cut)
-                        && label_offsets(&key).any(|o| o == key.len() - cut.len())
+                        && label_offsets(key).any(|o| o == key.len() - cut.len())
                 });
-                if below && let Some(node) = nodes.get_mut(&key) {
-                    node.below_cut = true;
-                }
             }
         }
         // Additional-section data (RFC 1034 §3.6.2 / RFC 2782): in-zone A and AAAA of targets.
@@ -408,14 +560,6 @@ impl ZoneSnapshot {
                 node.additionals.push((rtype, found));
             }
         }
-        // The snapshot never grows: give back what RRsets of several records over-reserved.
-        for node in nodes.values_mut() {
-            node.rrsets.shrink_to_fit();
-            node.additionals.shrink_to_fit();
-            for rrset in &mut node.rrsets {
-                rrset.rdatas.shrink_to_fit();
-            }
-        }
         let apex_labels = apex.label_count() as u8;
         ZoneSnapshot {
             apex,
@@ -428,7 +572,7 @@ impl ZoneSnapshot {
         }
     }
 
-    pub fn node(&self, lower_name: &[u8]) -> Option<&Node> {
+    pub fn node(&self, lower_name: &[u8]) -> Option<Node<'_>> {
         self.nodes.get(lower_name)
     }
 }
@@ -526,5 +670,162 @@ impl Snapshot {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lb::{LbConfig, OriginConfig, PoolConfig};
+
+    const ZONE: &str = r#"
+$ORIGIN example.com.
+@        3600 IN SOA   ns1 hostmaster 1 7200 3600 1209600 300
+@        3600 IN NS    ns1
+@        3600 IN MX    10 mail
+ns1      3600 IN A     192.0.2.1
+ns1      3600 IN AAAA  2001:db8::1
+mail     3600 IN A     192.0.2.25
+www      3600 IN TXT   "web"
+www      3600 IN AAAA  2001:db8::80
+www      3600 IN A     192.0.2.80
+a.b.c    3600 IN TXT   "deep"
+sub      3600 IN NS    ns.sub
+ns.sub   3600 IN A     192.0.2.53
+"#;
+
+    fn name(text: &str) -> Dname {
+        Dname::parse_absolute(text).unwrap()
+    }
+
+    fn compile() -> ZoneSnapshot {
+        let origin = name("example.com");
+        let parsed = crate::zonefile::parse(ZONE, &origin, 3600).expect("zone parses");
+        let (soa, default_ttl) = parsed.soa.expect("SOA");
+        let pool = PoolConfig {
+            id: 0,
+            name: "web".into(),
+            enabled: true,
+            algorithm: Default::default(),
+            location: None,
+            origins: vec![OriginConfig {
+                id: 0,
+                address: "192.0.2.9".parse().unwrap(),
+                enabled: true,
+                weight: 1,
+                priority: 1,
+                check: None,
+            }],
+        };
+        let lb = LbConfig {
+            id: 0,
+            name: name("lb.example.com"),
+            enabled: true,
+            ttl: 30,
+            pools: vec!["web".into()],
+            rules: Vec::new(),
+            fallback: None,
+            steering: Default::default(),
+            locate_by: Default::default(),
+            affinity: Default::default(),
+        };
+        let zone = ZoneConfig {
+            id: 1,
+            name: origin,
+            soa,
+            default_ttl,
+            records: parsed.records,
+            pools: vec![pool],
+            load_balancers: vec![lb],
+        };
+        assert_eq!(zone.validate(&|_| String::new()), []);
+        ZoneSnapshot::compile(&zone)
+    }
+
+    fn types(node: Node<'_>) -> Vec<Rtype> {
+        node.rrsets().iter().map(|r| r.rtype).collect()
+    }
+
+    fn owners(found: &[Additional]) -> Vec<(String, Rtype)> {
+        found
+            .iter()
+            .map(|a| (a.owner.to_string(), a.rrset.rtype))
+            .collect()
+    }
+
+    #[test]
+    fn nodes_are_viewed_from_the_flat_arrays() {
+        assert_eq!(size_of::<NodeData>(), 16);
+        let zone = compile();
+        let node = |text: &str| zone.node(name(text).as_wire()).expect(text);
+
+        let apex = node("example.com");
+        assert_eq!(apex.name(), name("example.com").as_wire());
+        assert_eq!(types(apex), [Rtype::NS, Rtype::SOA, Rtype::MX]);
+        assert_eq!(
+            owners(apex.additional(Rtype::MX)),
+            [("mail.example.com.".to_string(), Rtype::A)]
+        );
+        assert_eq!(
+            owners(apex.additional(Rtype::NS)),
+            [
+                ("ns1.example.com.".to_string(), Rtype::A),
+                ("ns1.example.com.".to_string(), Rtype::AAAA)
+            ]
+        );
+        assert!(apex.additional(Rtype::SOA).is_empty());
+        assert!(!apex.is_cut() && !apex.below_cut() && apex.lb().is_none());
+
+        let www = node("www.example.com");
+        assert_eq!(types(www), [Rtype::A, Rtype::TXT, Rtype::AAAA]);
+        assert_eq!(www.rrset(Rtype::TXT).unwrap().rdatas.len(), 1);
+        assert!(www.rrset(Rtype::MX).is_none());
+        assert!(www.additional(Rtype::A).is_empty() && www.lb().is_none());
+
+        for ent in ["c.example.com", "b.c.example.com"] {
+            let ent = node(ent);
+            assert!(ent.is_empty_non_terminal() && ent.rrsets().is_empty());
+        }
+        assert!(!node("a.b.c.example.com").is_empty_non_terminal());
+
+        let sub = node("sub.example.com");
+        assert!(sub.is_cut() && !sub.below_cut());
+        assert_eq!(types(sub), [Rtype::NS]);
+        assert_eq!(
+            owners(sub.additional(Rtype::NS)),
+            [("ns.sub.example.com.".to_string(), Rtype::A)]
+        );
+        let glue = node("ns.sub.example.com");
+        assert!(glue.below_cut() && !glue.is_cut());
+
+        let lb = node("lb.example.com");
+        assert!(lb.lb().is_some_and(|lb| lb.ttl == 30));
+        assert!(lb.rrsets().is_empty() && !lb.is_empty_non_terminal());
+
+        assert!(zone.node(name("nope.example.com").as_wire()).is_none());
+        assert!(zone.node(name("WWW.example.com").as_wire()).is_none());
+        assert!(zone.node(name("www.example.org").as_wire()).is_none());
+        assert!(
+            NodeIndex::default()
+                .get(name("example.com").as_wire())
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn every_node_is_found_by_its_name() {
+        let zone = compile();
+        let index = &zone.nodes;
+        // 7 names with records, 2 empty non-terminals and the load balancer.
+        assert_eq!(index.nodes.len(), 10);
+        assert_eq!(index.rrsets.len(), 12);
+        assert_eq!(index.extras.len(), 3);
+        assert!(index.home > index.nodes.len() * 3 / 2);
+        assert_eq!(index.slots.last(), Some(&EMPTY));
+        for at in 0..index.nodes.len() {
+            let node = index.at(at);
+            let found = index.get(node.name()).expect("found");
+            assert!(std::ptr::eq(found.data, node.data));
+        }
     }
 }

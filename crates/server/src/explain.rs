@@ -304,7 +304,7 @@ fn find_lb<'s>(
         else {
             continue;
         };
-        if let Some(lb) = zone.node(candidate.as_wire()).and_then(|n| n.lb.as_deref()) {
+        if let Some(lb) = zone.node(candidate.as_wire()).and_then(|n| n.lb()) {
             return Some((candidate.to_string(), lb));
         }
         // A wildcard load balancer: `*.` and each ancestor within the zone.
@@ -314,7 +314,7 @@ fn find_lb<'s>(
                 break;
             }
             let wildcard = [b"\x01*".as_slice(), above.as_wire()].concat();
-            if let Some(lb) = zone.node(&wildcard).and_then(|n| n.lb.as_deref()) {
+            if let Some(lb) = zone.node(&wildcard).and_then(|n| n.lb()) {
                 return Some((Dname::from_wire_unchecked(&wildcard).to_string(), lb));
             }
             parent = above.parent();

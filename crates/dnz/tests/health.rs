@@ -273,6 +273,14 @@ fn known_states_survive_a_restart_and_removed_checks_stop() {
         "/api/v1/zones/persist.test/records",
         Some(r#"{"name":"www","type":"A","value":"127.0.0.9","steering":{"backup":true}}"#),
     );
+    // A steered name with an unsteered member: the topology after the restart shows both.
+    for body in [
+        r#"{"name":"api","type":"A","value":"127.0.0.5","steering":{"weight":2}}"#,
+        r#"{"name":"API","type":"A","value":"127.0.0.6"}"#,
+        r#"{"name":"other","type":"A","value":"127.0.0.7"}"#,
+    ] {
+        server.api_ok("POST", "/api/v1/zones/persist.test/records", Some(body));
+    }
     wait_for(
         &server,
         "www.persist.test",
@@ -293,6 +301,36 @@ fn known_states_survive_a_restart_and_removed_checks_stop() {
     let server = DnzServer::start_in(dir.path(), &[]);
     // Right after the restart, before any new result could flip it: still down, backup answers.
     assert_eq!(answers(&server, "www.persist.test"), ["127.0.0.9"]);
+    // The restart read back the steered names' records, unsteered members too, and no others.
+    let topology: api::Topology =
+        serde_json::from_str(&server.api_ok("GET", "/api/v1/topology", None)).unwrap();
+    let mut edges: Vec<(&str, &str, &str)> = topology
+        .edges
+        .iter()
+        .filter(|e| e.from.starts_with("record:"))
+        .map(|e| (e.from.as_str(), e.to.as_str(), e.label.as_str()))
+        .collect();
+    edges.sort();
+    assert_eq!(
+        edges,
+        [
+            ("record:api.persist.test./A", "origin:127.0.0.5", "weight 2"),
+            (
+                "record:api.persist.test./A",
+                "origin:127.0.0.6",
+                "not steered"
+            ),
+            ("record:www.persist.test./A", "origin:127.0.0.1", "weight 1"),
+            ("record:www.persist.test./A", "origin:127.0.0.9", "backup"),
+        ],
+        "{topology:?}"
+    );
+    let down = topology.origins.iter().find(|o| o.address == "127.0.0.1");
+    assert_eq!(
+        down.map(|o| o.health.as_str()),
+        Some("down"),
+        "{topology:?}"
+    );
 
     // A check on a record that is then deleted stops at once.
     let counted = format!(r#"{{"kind":"tcp","port":{counted_port},"interval":1,"timeout":300}}"#);

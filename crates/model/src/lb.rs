@@ -10,7 +10,7 @@ use geo::{Continent, Country};
 
 use crate::name::Dname;
 use crate::rdata::{Rdata, Rtype};
-use crate::snapshot::{NameMap, NodeBuilder, Rrset};
+use crate::snapshot::{NodeMap, Rrset};
 use crate::steering::{CheckConfig, Validate};
 use crate::zone::{FieldError, ZoneConfig};
 
@@ -860,7 +860,7 @@ fn compile_pool(pool: &PoolConfig, ttl: u32) -> PoolSnapshot {
 
 /// Puts each load balancer of `zone` on its name's node, creating the node and the empty
 /// non-terminals above it (called by [`crate::ZoneSnapshot::compile`]).
-pub fn compile_into(zone: &ZoneConfig, apex: &Dname, nodes: &mut NameMap<NodeBuilder>) {
+pub fn compile_into(zone: &ZoneConfig, apex: &Dname, nodes: &mut NodeMap) {
     for lb in &zone.load_balancers {
         let key = lb.name.to_lowercase();
         if !key.is_within(apex) {
@@ -871,10 +871,10 @@ pub fn compile_into(zone: &ZoneConfig, apex: &Dname, nodes: &mut NameMap<NodeBui
             if name.label_count() <= apex.label_count() {
                 break;
             }
-            nodes.entry(name.as_wire().into()).or_default();
+            nodes.entry(name.as_wire());
             parent = name.parent();
         }
-        let node = nodes.entry(key.as_wire().into()).or_default();
+        let node = nodes.entry(key.as_wire());
         node.lb = Some(Box::new(LbSnapshot::compile(lb, &zone.pools)));
     }
 }

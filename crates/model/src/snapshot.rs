@@ -16,7 +16,7 @@ use smallvec::{SmallVec, smallvec};
 use crate::name::{Dname, label_offsets};
 use crate::rdata::{Rdata, Rtype};
 use crate::steering::Steering;
-use crate::zone::ZoneConfig;
+use crate::zone::{RecordConfig, ZoneConfig};
 
 /// A map keyed by lower-case wire names; lookups take a borrowed `&[u8]`.
 pub type NameMap<V> = HashMap<Box<[u8]>, V, RandomState>;
@@ -78,29 +78,33 @@ fn reduce(hash: u64, len: usize) -> usize {
 }
 
 impl NodeIndex {
-    /// Flattens the nodes compile built, moving their RRsets; each builder is freed as it is
-    /// taken.
-    pub fn build(map: NameMap<NodeBuilder>) -> NodeIndex {
-        let hasher = RandomState::default();
-        let name_bytes: usize = map.keys().map(|k| k.len()).sum();
-        let rrset_total: usize = map.values().map(|n| n.rrsets.len()).sum();
-        let extra_total = map.values().filter(|n| n.has_extra()).count();
+    /// Flattens the nodes compile built, in the order they were added: the names are already
+    /// in one arena and each name's hash is known, so this moves RRsets and fills the slots.
+    pub fn build(map: NodeMap) -> NodeIndex {
+        let NodeMap {
+            hasher,
+            mut names,
+            spans,
+            hashes,
+            nodes: builders,
+            table,
+        } = map;
+        drop(table);
+        let rrset_total: usize = builders.iter().map(|n| n.rrsets.len()).sum();
         // Offsets and indexes are u32, and `EMPTY` must not be a node's slot.
         assert!(
-            name_bytes < u32::MAX as usize
+            names.len() < u32::MAX as usize
                 && rrset_total < u32::MAX as usize
-                && map.len() < u32::MAX as usize,
+                && builders.len() < u32::MAX as usize,
             "a zone too large for a 32-bit node index"
         );
-        let mut names = Vec::with_capacity(name_bytes);
         let mut rrsets = Vec::with_capacity(rrset_total);
-        let mut nodes = Vec::with_capacity(map.len());
-        let mut extras = Vec::with_capacity(extra_total);
-        let home = (map.len() * 3 / 2 + 1).max(8);
+        let mut nodes = Vec::with_capacity(builders.len());
+        let mut extras = Vec::new();
+        let home = (builders.len() * 3 / 2 + 1).max(8);
         // A probe runs on past `home` instead of wrapping; the last slot stays empty to end it.
         let mut slots = vec![EMPTY; home + 1];
-        for (key, node) in map {
-            let hash = hasher.hash_one(&key[..]);
+        for ((node, (name, name_len)), hash) in builders.into_iter().zip(spans).zip(hashes) {
             let mut at = reduce(hash, home);
             while slots[at] != EMPTY {
                 at += 1;
@@ -123,22 +127,22 @@ impl NodeIndex {
                 NO_EXTRA
             };
             nodes.push(NodeData {
-                name: names.len() as u32,
+                name,
                 first_rrset: rrsets.len() as u32,
                 extra,
                 rrset_count: u16::try_from(node.rrsets.len())
                     .expect("one RRset per type, and type 0 is no data type"),
-                name_len: key.len() as u8,
+                name_len,
                 flags: if node.is_cut { IS_CUT } else { 0 }
                     | if node.below_cut { BELOW_CUT } else { 0 },
             });
-            names.extend_from_slice(&key);
             // The index never grows: give back what RRsets of several records over-reserved.
             rrsets.extend(node.rrsets.into_iter().map(|mut rrset| {
                 rrset.rdatas.shrink_to_fit();
                 rrset
             }));
         }
+        names.shrink_to_fit();
         NodeIndex {
             names: names.into_boxed_slice(),
             rrsets: rrsets.into_boxed_slice(),
@@ -388,6 +392,96 @@ pub struct Additional {
     pub rrset: Rrset,
 }
 
+/// A zone's nodes while [`ZoneSnapshot::compile`] builds them: the names in one arena in the
+/// order they were added, a builder and the hash of each name, and a table of node numbers
+/// (4 bytes a node). The index is built from these without hashing or copying names again.
+pub struct NodeMap {
+    hasher: RandomState,
+    names: Vec<u8>,
+    /// Offset and length of each node's name in `names`.
+    spans: Vec<(u32, u8)>,
+    hashes: Vec<u64>,
+    nodes: Vec<NodeBuilder>,
+    table: hashbrown::HashTable<u32>,
+}
+
+impl NodeMap {
+    pub fn with_capacity(nodes: usize) -> NodeMap {
+        NodeMap {
+            hasher: RandomState::default(),
+            names: Vec::with_capacity(nodes * 20),
+            spans: Vec::with_capacity(nodes),
+            hashes: Vec::with_capacity(nodes),
+            nodes: Vec::with_capacity(nodes),
+            table: hashbrown::HashTable::with_capacity(nodes),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The lower-case wire name of node `index`.
+    pub fn name(&self, index: usize) -> &[u8] {
+        let (start, len) = self.spans[index];
+        &self.names[start as usize..start as usize + len as usize]
+    }
+
+    pub fn node(&self, index: usize) -> &NodeBuilder {
+        &self.nodes[index]
+    }
+
+    pub fn node_mut(&mut self, index: usize) -> &mut NodeBuilder {
+        &mut self.nodes[index]
+    }
+
+    /// The node named `key` (lower-case wire), if there is one.
+    pub fn find(&self, key: &[u8]) -> Option<usize> {
+        let hash = self.hasher.hash_one(key);
+        self.table
+            .find(hash, |&i| self.name(i as usize) == key)
+            .map(|&i| i as usize)
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&NodeBuilder> {
+        self.find(key).map(|i| &self.nodes[i])
+    }
+
+    /// The node named `key` (lower-case wire), added empty when it is new.
+    pub fn entry(&mut self, key: &[u8]) -> &mut NodeBuilder {
+        let hash = self.hasher.hash_one(key);
+        let NodeMap {
+            names,
+            spans,
+            hashes,
+            nodes,
+            table,
+            ..
+        } = self;
+        let name_of = |i: u32| {
+            let (start, len) = spans[i as usize];
+            &names[start as usize..start as usize + len as usize]
+        };
+        let index = match table.find(hash, |&i| name_of(i) == key) {
+            Some(&i) => i as usize,
+            None => {
+                let index = nodes.len();
+                table.insert_unique(hash, index as u32, |&i| hashes[i as usize]);
+                spans.push((names.len() as u32, key.len() as u8));
+                names.extend_from_slice(key);
+                hashes.push(hash);
+                nodes.push(NodeBuilder::default());
+                index
+            }
+        };
+        &mut nodes[index]
+    }
+}
+
 /// One owner name of a zone while [`ZoneSnapshot::compile`] builds it; flattened into the
 /// [`NodeIndex`] once complete.
 #[derive(Clone, Debug, Default)]
@@ -432,6 +526,33 @@ pub struct ZoneSnapshot {
 impl ZoneSnapshot {
     /// Indexes a validated zone.
     pub fn compile(zone: &ZoneConfig) -> ZoneSnapshot {
+        let mut builder = ZoneBuilder::new(zone, zone.records.len());
+        for record in &zone.records {
+            builder.add(record);
+        }
+        builder.finish(zone)
+    }
+
+    pub fn node(&self, lower_name: &[u8]) -> Option<Node<'_>> {
+        self.nodes.get(lower_name)
+    }
+}
+
+/// A [`ZoneSnapshot`] being built record by record, so that a load can compile one page of
+/// records while the next is read.
+pub struct ZoneBuilder {
+    apex: Dname,
+    soa: Rrset,
+    negative_soa: Rrset,
+    nodes: NodeMap,
+    /// The lower-case name of the record being added.
+    key: Vec<u8>,
+}
+
+impl ZoneBuilder {
+    /// Starts from `zone`'s settings (its `records` are not read); `records` is how many will
+    /// be added, to size the node map once.
+    pub fn new(zone: &ZoneConfig, records: usize) -> ZoneBuilder {
         let apex = zone.name.to_lowercase();
         let soa_rdata = zone.soa.to_rdata();
         let soa = Rrset {
@@ -446,84 +567,108 @@ impl ZoneSnapshot {
             rdatas: smallvec![soa_rdata],
             steered: None,
         };
-        let mut nodes: NameMap<NodeBuilder> =
-            NameMap::with_capacity_and_hasher(zone.records.len() + 1, RandomState::default());
-        let mut apex_node = NodeBuilder::default();
-        apex_node.rrsets.push(soa.clone());
-        nodes.insert(apex.as_wire().into(), apex_node);
-        for record in &zone.records {
-            let key = record.name.to_lowercase();
-            // Empty non-terminals: every name between the record and the apex exists.
-            let mut parent = key.parent();
-            while let Some(name) = parent {
-                if name.label_count() <= apex.label_count() {
-                    break;
-                }
-                nodes.entry(name.as_wire().into()).or_default();
-                parent = name.parent();
-            }
-            let node = match nodes.get_mut(key.as_wire()) {
-                Some(node) => node,
-                None => nodes.entry(key.into_wire()).or_default(),
-            };
-            let rrset = match node.rrsets.iter().position(|r| r.rtype == record.rtype) {
-                Some(idx) => &mut node.rrsets[idx],
-                None => {
-                    node.rrsets.push(Rrset {
-                        rtype: record.rtype,
-                        ttl: record.ttl,
-                        rdatas: SmallVec::new(),
-                        steered: None,
-                    });
-                    let last = node.rrsets.len() - 1;
-                    &mut node.rrsets[last]
-                }
-            };
-            rrset.ttl = rrset.ttl.min(record.ttl);
-            if let Some(steering) = &record.steering {
-                let existing = rrset.rdatas.len();
-                let steered = rrset.steered.get_or_insert_with(|| {
-                    Box::new(Steered {
-                        members: vec![SteeredMember::default(); existing],
-                        ..Default::default()
-                    })
-                });
-                let check = steering
-                    .check
-                    .as_ref()
-                    .map(|check| check.key(&record.name, &record.rdata));
-                let member = SteeredMember::new(steering, check);
-                steered.has_place |= member.has_place();
-                steered.has_weight |= member.weight.is_some();
-                steered.members.push(member);
-            } else if let Some(steered) = &mut rrset.steered {
-                steered.members.push(SteeredMember::default());
-            }
-            rrset.rdatas.push(record.rdata.clone());
+        let mut nodes = NodeMap::with_capacity(records + 1);
+        nodes.entry(apex.as_wire()).rrsets.push(soa.clone());
+        ZoneBuilder {
+            apex,
+            soa,
+            negative_soa,
+            nodes,
+            key: Vec::with_capacity(255),
         }
+    }
+
+    /// Adds one record of a validated zone.
+    pub fn add(&mut self, record: &RecordConfig) {
+        let ZoneBuilder {
+            apex, nodes, key, ..
+        } = self;
+        key.clear();
+        key.extend(record.name.as_wire().iter().map(u8::to_ascii_lowercase));
+        // Empty non-terminals: every name between the record and the apex exists. Names are
+        // in the zone (validated), so a suffix longer than the apex is strictly below it.
+        for start in label_offsets(key).skip(1) {
+            let name = &key[start..];
+            if name.len() <= apex.as_wire().len() {
+                break;
+            }
+            nodes.entry(name);
+        }
+        let node = nodes.entry(key);
+        let rrset = match node.rrsets.iter().position(|r| r.rtype == record.rtype) {
+            Some(idx) => &mut node.rrsets[idx],
+            None => {
+                node.rrsets.push(Rrset {
+                    rtype: record.rtype,
+                    ttl: record.ttl,
+                    rdatas: SmallVec::new(),
+                    steered: None,
+                });
+                let last = node.rrsets.len() - 1;
+                &mut node.rrsets[last]
+            }
+        };
+        rrset.ttl = rrset.ttl.min(record.ttl);
+        if let Some(steering) = &record.steering {
+            let existing = rrset.rdatas.len();
+            let steered = rrset.steered.get_or_insert_with(|| {
+                Box::new(Steered {
+                    members: vec![SteeredMember::default(); existing],
+                    ..Default::default()
+                })
+            });
+            let check = steering
+                .check
+                .as_ref()
+                .map(|check| check.key(&record.name, &record.rdata));
+            let member = SteeredMember::new(steering, check);
+            steered.has_place |= member.has_place();
+            steered.has_weight |= member.weight.is_some();
+            steered.members.push(member);
+        } else if let Some(steered) = &mut rrset.steered {
+            steered.members.push(SteeredMember::default());
+        }
+        rrset.rdatas.push(record.rdata.clone());
+    }
+
+    /// Completes the snapshot: load balancers (from `zone`), zone cuts, additional-section
+    /// data, and the flat index.
+    pub fn finish(self, zone: &ZoneConfig) -> ZoneSnapshot {
+        let ZoneBuilder {
+            apex,
+            soa,
+            negative_soa,
+            mut nodes,
+            ..
+        } = self;
         crate::lb::compile_into(zone, &apex, &mut nodes);
         // Zone cuts, then what lies below them.
         let mut cuts: Vec<Box<[u8]>> = Vec::new();
-        for (key, node) in nodes.iter_mut() {
+        for index in 0..nodes.len() {
+            let key: Box<[u8]> = nodes.name(index).into();
+            let node = nodes.node_mut(index);
             node.rrsets.sort_by_key(|r| r.rtype.to_int());
             if &key[..] != apex.as_wire() && node.rrset(Rtype::NS).is_some() {
                 node.is_cut = true;
-                cuts.push(key.clone());
+                cuts.push(key);
             }
         }
         let has_cuts = !cuts.is_empty();
         if has_cuts {
-            for (key, node) in nodes.iter_mut() {
-                node.below_cut = cuts.iter().any(|cut| {
+            for index in 0..nodes.len() {
+                let key = nodes.name(index);
+                let below = cuts.iter().any(|cut| {
                     key.len() > cut.len()
                         && key.ends_with(cut)
                         && label_offsets(key).any(|o| o == key.len() - cut.len())
                 });
+                nodes.node_mut(index).below_cut = below;
             }
         }
         // Additional-section data (RFC 1034 §3.6.2 / RFC 2782): in-zone A and AAAA of targets.
-        let mut additionals: Vec<(Box<[u8]>, Rtype, Vec<Additional>)> = Vec::new();
-        for (key, node) in nodes.iter() {
+        let mut additionals: Vec<(usize, Rtype, Vec<Additional>)> = Vec::new();
+        for index in 0..nodes.len() {
+            let node = nodes.node(index);
             for rrset in &node.rrsets {
                 if !matches!(rrset.rtype, Rtype::NS | Rtype::MX | Rtype::SRV) {
                     continue;
@@ -551,14 +696,12 @@ impl ZoneSnapshot {
                     }
                 }
                 if !found.is_empty() {
-                    additionals.push((key.clone(), rrset.rtype, found));
+                    additionals.push((index, rrset.rtype, found));
                 }
             }
         }
-        for (key, rtype, found) in additionals {
-            if let Some(node) = nodes.get_mut(&key) {
-                node.additionals.push((rtype, found));
-            }
+        for (index, rtype, found) in additionals {
+            nodes.node_mut(index).additionals.push((rtype, found));
         }
         let apex_labels = apex.label_count() as u8;
         ZoneSnapshot {
@@ -570,10 +713,6 @@ impl ZoneSnapshot {
             serial: zone.soa.serial,
             apex_labels,
         }
-    }
-
-    pub fn node(&self, lower_name: &[u8]) -> Option<Node<'_>> {
-        self.nodes.get(lower_name)
     }
 }
 

@@ -90,8 +90,13 @@ pub(crate) struct HeldZone {
 
 impl HeldZone {
     pub fn of(zone: &ZoneConfig) -> HeldZone {
-        let steered_names: std::collections::HashSet<Dname> = zone
-            .records
+        HeldZone::new(zone, &zone.records, zone.records.len())
+    }
+
+    /// From a zone's settings (its `records` are not read), its records (at least every A and
+    /// AAAA record) and how many records it has.
+    pub fn new(zone: &ZoneConfig, records: &[RecordConfig], record_count: usize) -> HeldZone {
+        let steered_names: std::collections::HashSet<Dname> = records
             .iter()
             .filter(|r| r.steering.is_some())
             .map(|r| r.name.to_lowercase())
@@ -99,7 +104,7 @@ impl HeldZone {
         let steered = if steered_names.is_empty() {
             Vec::new()
         } else {
-            zone.records
+            records
                 .iter()
                 .filter(|r| matches!(r.rtype, model::Rtype::A | model::Rtype::AAAA))
                 .filter(|r| steered_names.contains(&r.name.to_lowercase()))
@@ -116,7 +121,7 @@ impl HeldZone {
                 pools: zone.pools.clone(),
                 load_balancers: zone.load_balancers.clone(),
             },
-            record_count: zone.records.len(),
+            record_count,
             steered,
         }
     }
@@ -241,23 +246,24 @@ impl Manager {
         metrics: Arc<Metrics>,
     ) -> Result<Manager> {
         let started = std::time::Instant::now();
-        let zones = store.load_zones().await?;
-        let read = started.elapsed();
         let mut next = Snapshot::empty();
         let mut map = BTreeMap::new();
         let mut records = 0;
-        for zone in zones {
-            records += zone.records.len();
-            next = next.with_zone(Arc::new(ZoneSnapshot::compile(&zone)));
-            map.insert(zone.name.to_lowercase(), HeldZone::of(&zone));
+        let mut compile_wait = std::time::Duration::ZERO;
+        for zone in store.load_zone_settings().await? {
+            let (compiled, held, waited) = Self::load_zone(&store, zone).await?;
+            records += held.record_count;
+            compile_wait += waited;
+            next = next.with_zone(Arc::new(compiled));
+            map.insert(held.config.name.to_lowercase(), held);
         }
         metrics.zones.set(map.len() as i64);
         snapshot.store(Arc::new(next));
         tracing::info!(
             zones = map.len(),
             records,
-            read_ms = read.as_millis() as u64,
-            compile_ms = (started.elapsed() - read).as_millis() as u64,
+            ms = started.elapsed().as_millis() as u64,
+            compile_after_read_ms = compile_wait.as_millis() as u64,
             "zones loaded"
         );
         crate::heap::release_free_memory(None).await;
@@ -269,6 +275,59 @@ impl Manager {
             health: Default::default(),
             changes: tokio::sync::watch::channel(0).0,
         })
+    }
+
+    /// Reads a zone's records page by page into a builder on a blocking thread, so that
+    /// reading and compiling overlap. Also returns how long compiling went on after the last
+    /// page was read.
+    async fn load_zone(
+        store: &Store,
+        zone: ZoneConfig,
+    ) -> Result<(ZoneSnapshot, HeldZone, std::time::Duration)> {
+        let zone_id = zone.id;
+        let count = store.count_records(zone_id).await?;
+        // Unbounded: reading (in SQLite and here) is faster than compiling, and every page
+        // read is a page less to read later; the compile frees each page once added.
+        let (pages, received) = std::sync::mpsc::channel::<Vec<RecordConfig>>();
+        let settings = zone.clone();
+        let compiling = tokio::task::spawn_blocking(move || {
+            let mut builder = model::snapshot::ZoneBuilder::new(&zone, count);
+            let (mut added, mut steered) = (0, false);
+            for page in received {
+                for record in &page {
+                    builder.add(record);
+                    steered |= record.steering.is_some();
+                }
+                added += page.len();
+            }
+            (builder.finish(&zone), added, steered)
+        });
+        let read = store
+            .read_records(zone_id, false, |page| {
+                pages
+                    .send(page)
+                    .map_err(|_| StoreError::Corrupt("the zone's compile stopped".into()))
+            })
+            .await;
+        drop(pages);
+        let read_done = std::time::Instant::now();
+        let joined = compiling.await;
+        let waited = read_done.elapsed();
+        read?;
+        let (compiled, added, steered) = joined.map_err(|e| {
+            ManageError::Store(StoreError::Corrupt(format!("compiling a zone failed: {e}")))
+        })?;
+        // Which names are steered is known only at the end; the addresses are read again
+        // for the few zones that steer at all.
+        let addresses = match steered {
+            true => store.load_address_records(zone_id).await?,
+            false => Vec::new(),
+        };
+        Ok((
+            compiled,
+            HeldZone::new(&settings, &addresses, added),
+            waited,
+        ))
     }
 
     /// The snapshot the query path is answering from now.

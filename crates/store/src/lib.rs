@@ -136,18 +136,36 @@ impl Store {
 
     /// Every zone with its records.
     pub async fn load_zones(&self) -> Result<Vec<ZoneConfig>> {
+        let mut zones = self.load_zone_settings().await?;
+        for zone in &mut zones {
+            zone.records = self.load_records(zone.id).await?;
+        }
+        Ok(zones)
+    }
+
+    /// Every zone with its pools and load balancers but without its records (`records` is
+    /// empty): for a load that reads them with [`Store::read_records`].
+    pub async fn load_zone_settings(&self) -> Result<Vec<ZoneConfig>> {
         let rows = sqlx::query("SELECT * FROM zones ORDER BY id")
             .fetch_all(&self.pool)
             .await?;
         let mut zones = Vec::with_capacity(rows.len());
         for row in rows {
             let mut zone = zone_from_row(&row)?;
-            zone.records = self.load_records(zone.id).await?;
             zone.pools = self.load_pools(zone.id).await?;
             zone.load_balancers = self.load_load_balancers(zone.id, &zone.name).await?;
             zones.push(zone);
         }
         Ok(zones)
+    }
+
+    /// How many records a zone has.
+    pub async fn count_records(&self, zone_id: i64) -> Result<usize> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE zone_id = ?")
+            .bind(zone_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(count as usize)
     }
 
     /// One zone with its records.
@@ -167,7 +185,7 @@ impl Store {
     /// A zone's records, in the order they were stored.
     pub async fn load_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
         let mut records = Vec::new();
-        self.read_records(zone_id, |page| {
+        self.read_records(zone_id, false, |page| {
             records.extend(page);
             Ok(())
         })
@@ -176,56 +194,72 @@ impl Store {
         Ok(records)
     }
 
-    /// A zone's records in pages, in the order they were stored, handed to `each` as they are
-    /// read: a caller can compile one page while the next is read.
+    /// A zone's A and AAAA records, in the order they were stored.
+    pub async fn load_address_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
+        let mut records = Vec::new();
+        self.read_records(zone_id, true, |page| {
+            records.extend(page);
+            Ok(())
+        })
+        .await?;
+        Ok(records)
+    }
+
+    /// A zone's records (only A and AAAA with `addresses_only`) in pages, in the order they
+    /// were stored, handed to `each` as they are read: a caller can compile one page while the
+    /// next is read.
     pub async fn read_records(
         &self,
         zone_id: i64,
+        addresses_only: bool,
         mut each: impl FnMut(Vec<RecordConfig>) -> Result<()>,
     ) -> Result<()> {
         // Pages of records as one JSON text each: sqlx hands rows over from its SQLite thread
         // one message at a time, and a million such hand-offs were most of a restart. SQLite
-        // builds the page (blobs as hex) in C; we parse it with borrowed strings.
-        #[derive(serde::Deserialize)]
-        struct Row<'a>(
-            i64,
-            &'a str,
-            i64,
-            i64,
-            &'a str,
-            #[serde(borrow)] Option<std::borrow::Cow<'a, str>>,
-        );
-        let mut after = 0i64;
-        loop {
-            let page: String = sqlx::query_scalar(
-                "SELECT json_group_array(json_array(id, hex(name), rtype, ttl, hex(rdata), steering))
+        // builds the page (blobs as hex) in C, with the page's size and last id so that the
+        // next page is being built while this one is parsed.
+        async fn fetch(
+            pool: sqlx::SqlitePool,
+            zone_id: i64,
+            addresses_only: bool,
+            after: i64,
+        ) -> Result<(i64, Option<i64>, String)> {
+            Ok(sqlx::query_as(
+                "SELECT count(*), max(id),
+                        json_group_array(json_array(id, hex(name), rtype, ttl, hex(rdata), steering))
                  FROM (SELECT id, name, rtype, ttl, rdata, steering FROM records
-                       WHERE zone_id = ? AND id > ? ORDER BY id LIMIT ?)",
+                       WHERE zone_id = ? AND (? = 0 OR rtype IN (1, 28)) AND id > ?
+                       ORDER BY id LIMIT ?)",
             )
             .bind(zone_id)
+            .bind(addresses_only)
             .bind(after)
             .bind(LOAD_PAGE)
-            .fetch_one(&self.pool)
-            .await?;
-            let rows: Vec<Row> = serde_json::from_str(&page)
-                .map_err(|e| StoreError::Corrupt(format!("records page: {e}")))?;
-            let Some(last) = rows.last() else { break };
-            after = last.0;
-            let full = rows.len() as i64 == LOAD_PAGE;
-            let mut records = Vec::with_capacity(rows.len());
-            for Row(id, name, rtype, ttl, rdata, steering) in rows {
-                records.push(record_from_parts(
-                    id,
-                    name,
-                    rtype,
-                    ttl,
-                    rdata,
-                    steering.as_deref(),
-                )?);
+            .fetch_one(&pool)
+            .await?)
+        }
+        let mut page = fetch(self.pool.clone(), zone_id, addresses_only, 0).await?;
+        loop {
+            let (count, last, text) = page;
+            let next = match (count == LOAD_PAGE, last) {
+                (true, Some(last)) => Some(tokio::spawn(fetch(
+                    self.pool.clone(),
+                    zone_id,
+                    addresses_only,
+                    last,
+                ))),
+                _ => None,
+            };
+            if count > 0 {
+                each(parse_page(&text)?)?;
             }
-            each(records)?;
-            if !full {
-                break;
+            match next {
+                Some(next) => {
+                    page = next
+                        .await
+                        .map_err(|e| StoreError::Corrupt(format!("reading records: {e}")))??
+                }
+                None => break,
             }
         }
         Ok(())
@@ -719,6 +753,26 @@ fn zone_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ZoneConfig> {
 const LOAD_PAGE: i64 = 20_000;
 
 /// A record from its stored columns, the blobs as hex.
+/// One page of records as `read_records` has SQLite write it, parsed with borrowed strings.
+fn parse_page(text: &str) -> Result<Vec<RecordConfig>> {
+    #[derive(serde::Deserialize)]
+    struct Row<'a>(
+        i64,
+        &'a str,
+        i64,
+        i64,
+        &'a str,
+        #[serde(borrow)] Option<std::borrow::Cow<'a, str>>,
+    );
+    let rows: Vec<Row> = serde_json::from_str(text)
+        .map_err(|e| StoreError::Corrupt(format!("records page: {e}")))?;
+    rows.into_iter()
+        .map(|Row(id, name, rtype, ttl, rdata, steering)| {
+            record_from_parts(id, name, rtype, ttl, rdata, steering.as_deref())
+        })
+        .collect()
+}
+
 fn record_from_parts(
     id: i64,
     name_hex: &str,

@@ -645,12 +645,11 @@ impl ZoneBuilder {
         // Zone cuts, then what lies below them.
         let mut cuts: Vec<Box<[u8]>> = Vec::new();
         for index in 0..nodes.len() {
-            let key: Box<[u8]> = nodes.name(index).into();
             let node = nodes.node_mut(index);
             node.rrsets.sort_by_key(|r| r.rtype.to_int());
-            if &key[..] != apex.as_wire() && node.rrset(Rtype::NS).is_some() {
-                node.is_cut = true;
-                cuts.push(key);
+            if node.rrset(Rtype::NS).is_some() && nodes.name(index) != apex.as_wire() {
+                nodes.node_mut(index).is_cut = true;
+                cuts.push(nodes.name(index).into());
             }
         }
         let has_cuts = !cuts.is_empty();

@@ -6,6 +6,18 @@
 //! memory it uses.
 #![allow(unsafe_code)]
 
+/// Keeps glibc's threshold for serving an allocation by its own mapping fixed at 256 KiB. By
+/// default freeing a mapped block raises the threshold to its size (up to 32 MiB), after which
+/// a snapshot's big arrays come from the arenas, where a live neighbour can pin freed pages; as
+/// mappings they go back to the kernel when freed. Called once at start.
+pub fn map_large_blocks() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes a tuning value of glibc's allocator.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+    }
+}
+
 /// Trims glibc's free lists, after `freeing` (a `drop_later` task) has finished; a no-op
 /// elsewhere. Runs off the async threads (it walks every arena).
 pub async fn release_free_memory(freeing: Option<tokio::task::JoinHandle<()>>) {

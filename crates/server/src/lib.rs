@@ -39,6 +39,7 @@ pub struct Bound {
 
 /// Runs the server until SIGTERM or SIGINT; `on_bound` hears the bound addresses first.
 pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::Result<()> {
+    heap::map_large_blocks();
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     let store = store::Store::open_url(&config.database)

@@ -1,8 +1,6 @@
 //! Reading a query: header, the one question, and the OPT record (RFC 1035 §4.1, RFC 6891).
 
-use domain::base::Message;
-use domain::base::iana::{Opcode, Rtype};
-use domain::base::rdata::UnknownRecordData;
+use domain::base::iana::Rtype;
 
 use crate::lookup::Reason;
 use crate::rcode;
@@ -168,18 +166,21 @@ pub fn parse(packet: &[u8]) -> Result<Query, QueryError> {
 
 /// Parses a query packet into `query`. On a `Reject` with a question, `query.qname` holds it.
 pub fn parse_into(packet: &[u8], query: &mut Query) -> Result<(), QueryError> {
-    let Ok(message) = Message::from_slice(packet) else {
+    let Some(header) = packet.get(..12) else {
         return Err(QueryError::Drop);
     };
-    let header = message.header();
-    if header.qr() {
+    let word = |at: usize| u16::from_be_bytes([header[at], header[at + 1]]);
+    let (id, flags) = (word(0), word(2));
+    if flags & 0x8000 != 0 {
         return Err(QueryError::Drop);
     }
+    let opcode = (flags >> 11 & 0xf) as u8;
+    let (rd, cd) = (flags & 0x0100 != 0, flags & 0x0010 != 0);
     let mut error_header = ErrorHeader {
-        id: header.id(),
-        opcode: header.opcode().to_int(),
-        rd: header.rd(),
-        cd: header.cd(),
+        id,
+        opcode,
+        rd,
+        cd,
         question: None,
         edns: false,
     };
@@ -190,8 +191,7 @@ pub fn parse_into(packet: &[u8], query: &mut Query) -> Result<(), QueryError> {
             reason,
         })
     };
-    let counts = message.header_counts();
-    if counts.qdcount() != 1 {
+    if word(4) != 1 {
         return reject(error_header, rcode::FORMERR, Reason::Malformed);
     }
     let Some(end) = read_qname(packet, query) else {
@@ -203,36 +203,34 @@ pub fn parse_into(packet: &[u8], query: &mut Query) -> Result<(), QueryError> {
     let qtype = Rtype::from_int(u16::from_be_bytes([t0, t1]));
     let qclass = u16::from_be_bytes([c0, c1]);
     error_header.question = Some((qtype.to_int(), qclass));
-    if header.opcode() != Opcode::QUERY {
+    if opcode != 0 {
         return reject(error_header, rcode::NOTIMP, Reason::NotImplemented);
     }
-    // RFC 6891 §6.1.1: one OPT at most, owned by the root.
+    // Answer and authority records (none in a normal query) are skipped; then the additional
+    // section. RFC 6891 §6.1.1: one OPT at most, owned by the root.
     let mut edns = None;
-    let Ok(additional) = message.additional() else {
-        return reject(error_header, rcode::FORMERR, Reason::Malformed);
-    };
-    for record in additional {
-        let Ok(record) = record else {
+    let mut pos = end + 4;
+    let before_additional = word(6) as usize + word(8) as usize;
+    for index in 0..before_additional + word(10) as usize {
+        let Some(record) = read_record(packet, pos) else {
             return reject(error_header, rcode::FORMERR, Reason::Malformed);
         };
-        if record.rtype() != Rtype::OPT {
+        pos = record.end;
+        if index < before_additional || record.rtype != Rtype::OPT.to_int() {
             continue;
         }
-        if edns.is_some() || !record.owner().is_root() {
+        if edns.is_some() || !record.owner_is_root {
             return reject(error_header, rcode::FORMERR, Reason::Malformed);
         }
-        let Ok(Some(opt_record)) = record.to_record::<UnknownRecordData<&[u8]>>() else {
-            return reject(error_header, rcode::FORMERR, Reason::Malformed);
-        };
         error_header.edns = true;
-        let ecs = match parse_options(opt_record.data().data()) {
+        let ecs = match parse_options(record.data) {
             Ok(ecs) => ecs,
             Err(()) => return reject(error_header, rcode::FORMERR, Reason::Malformed),
         };
         // The OPT TTL holds extended rcode, version and flags (RFC 6891 §6.1.3).
-        let ttl = record.ttl().as_secs().to_be_bytes();
+        let ttl = record.ttl.to_be_bytes();
         edns = Some(Edns {
-            udp_size: record.class().to_int().max(512),
+            udp_size: record.class.max(512),
             version: ttl[1],
             dnssec_ok: ttl[2] & 0x80 != 0,
             ecs,
@@ -243,14 +241,65 @@ pub fn parse_into(packet: &[u8], query: &mut Query) -> Result<(), QueryError> {
     {
         return reject(error_header, rcode::BADVERS, Reason::BadVersion);
     }
-    query.id = header.id();
+    query.id = id;
     query.opcode = 0;
-    query.rd = header.rd();
-    query.cd = header.cd();
+    query.rd = rd;
+    query.cd = cd;
     query.qtype = qtype;
     query.qclass = qclass;
     query.edns = edns;
     Ok(())
+}
+
+/// One resource record as a query's sections hold it.
+struct RawRecord<'a> {
+    owner_is_root: bool,
+    rtype: u16,
+    class: u16,
+    ttl: u32,
+    data: &'a [u8],
+    /// Where the next record starts.
+    end: usize,
+}
+
+/// Reads the record at `pos`: its owner is skipped (labels up to a root label or a
+/// compression pointer; a pointer is followed only to see whether it names the root).
+fn read_record(packet: &[u8], mut pos: usize) -> Option<RawRecord<'_>> {
+    let owner_is_root = match *packet.get(pos)? {
+        0 => true,
+        first if first & 0xc0 == 0xc0 => {
+            let target = (usize::from(first & 0x3f) << 8) | usize::from(*packet.get(pos + 1)?);
+            *packet.get(target)? == 0
+        }
+        _ => false,
+    };
+    loop {
+        let len = *packet.get(pos)?;
+        match len {
+            0 => {
+                pos += 1;
+                break;
+            }
+            _ if len & 0xc0 == 0xc0 => {
+                pos += 2;
+                break;
+            }
+            _ if len > 63 => return None,
+            _ => pos += 1 + usize::from(len),
+        }
+    }
+    let fixed = packet.get(pos..pos + 10)?;
+    let word = |at: usize| u16::from_be_bytes([fixed[at], fixed[at + 1]]);
+    let rdlen = usize::from(word(8));
+    let data = packet.get(pos + 10..pos + 10 + rdlen)?;
+    Some(RawRecord {
+        owner_is_root,
+        rtype: word(0),
+        class: word(2),
+        ttl: u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]),
+        data,
+        end: pos + 10 + rdlen,
+    })
 }
 
 /// Reads the question's name (at offset 12) into `query.qname` and, lower-cased,
@@ -415,6 +464,72 @@ mod tests {
             Some((rcode::FORMERR, false))
         );
         assert!(matches!(parse(&[0u8; 11]), Err(QueryError::Drop)));
+    }
+
+    /// A query for `abc.` A with the given counts after the question and `tail` after it.
+    fn with_sections(an: u8, ar: u8, tail: &[u8]) -> Vec<u8> {
+        let mut p = packet(b"\x03abc\x00", &[0, 1, 0, 1]);
+        p[7] = an;
+        p[11] = ar;
+        p.extend_from_slice(tail);
+        p
+    }
+
+    const OPT_DO_1232: [u8; 11] = [0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 0];
+
+    #[test]
+    fn the_opt_record_is_read_and_checked() {
+        let q = parse(&with_sections(0, 1, &OPT_DO_1232)).unwrap();
+        let edns = q.edns.unwrap();
+        assert_eq!(
+            (edns.udp_size, edns.version, edns.dnssec_ok, edns.ecs),
+            (1232, 0, true, None)
+        );
+        // ECS 198.51.100.0/24.
+        let ecs = [0, 8, 0, 7, 0, 1, 24, 0, 198, 51, 100];
+        let mut opt = vec![0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, ecs.len() as u8];
+        opt.extend_from_slice(&ecs);
+        let ecs = parse(&with_sections(0, 1, &opt))
+            .unwrap()
+            .edns
+            .unwrap()
+            .ecs
+            .unwrap();
+        assert_eq!(
+            (ecs.family, ecs.source_prefix, &ecs.address[..3]),
+            (1, 24, &[198, 51, 100][..])
+        );
+        // A small advertised size counts as 512; an owner that points at a root label is root.
+        // (Offset 16 is the root label that ends the question's name.)
+        let small_via_pointer = [0xc0, 16, 0, 41, 0, 100, 0, 0, 0, 0, 0, 0];
+        let p = with_sections(0, 1, &small_via_pointer);
+        assert_eq!(parse(&p).unwrap().edns.unwrap().udp_size, 512);
+        // An answer record before it is skipped.
+        let answer = [0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1];
+        let tail: Vec<u8> = answer.iter().chain(&OPT_DO_1232).copied().collect();
+        assert!(parse(&with_sections(1, 1, &tail)).unwrap().edns.is_some());
+    }
+
+    #[test]
+    fn bad_opt_records_are_refused() {
+        let two: Vec<u8> = OPT_DO_1232.iter().chain(&OPT_DO_1232).copied().collect();
+        let mut not_root = vec![1, b'x', 0];
+        not_root.extend_from_slice(&OPT_DO_1232[1..]);
+        let mut version_1 = OPT_DO_1232;
+        version_1[6] = 1;
+        for (ar, tail, rcode) in [
+            (2, &two[..], rcode::FORMERR),
+            (1, &not_root[..], rcode::FORMERR),
+            (1, &OPT_DO_1232[..9], rcode::FORMERR),
+            (2, &OPT_DO_1232[..], rcode::FORMERR),
+            (1, &version_1[..], rcode::BADVERS),
+        ] {
+            assert_eq!(
+                rejected(&with_sections(0, ar, tail)),
+                Some((rcode, true)),
+                "{tail:?}"
+            );
+        }
     }
 
     #[test]

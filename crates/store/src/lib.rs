@@ -184,24 +184,26 @@ impl Store {
 
     /// A zone's records, in the order they were stored.
     pub async fn load_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
+        self.collect_records(zone_id, false).await
+    }
+
+    /// A zone's A and AAAA records, in the order they were stored.
+    pub async fn load_address_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
+        self.collect_records(zone_id, true).await
+    }
+
+    async fn collect_records(
+        &self,
+        zone_id: i64,
+        addresses_only: bool,
+    ) -> Result<Vec<RecordConfig>> {
         let mut records = Vec::new();
-        self.read_records(zone_id, false, |page| {
+        self.read_records(zone_id, addresses_only, |page| {
             records.extend(page);
             Ok(())
         })
         .await?;
         records.shrink_to_fit();
-        Ok(records)
-    }
-
-    /// A zone's A and AAAA records, in the order they were stored.
-    pub async fn load_address_records(&self, zone_id: i64) -> Result<Vec<RecordConfig>> {
-        let mut records = Vec::new();
-        self.read_records(zone_id, true, |page| {
-            records.extend(page);
-            Ok(())
-        })
-        .await?;
         Ok(records)
     }
 

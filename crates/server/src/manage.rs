@@ -286,8 +286,8 @@ impl Manager {
     ) -> Result<(ZoneSnapshot, HeldZone, std::time::Duration)> {
         let zone_id = zone.id;
         let count = store.count_records(zone_id).await?;
-        // Unbounded: reading (in SQLite and here) is faster than compiling, and every page
-        // read is a page less to read later; the compile frees each page once added.
+        // Unbounded: the compile frees each page once added, and pages waiting for it never
+        // hold more than the whole zone, which the load held before.
         let (pages, received) = std::sync::mpsc::channel::<Vec<RecordConfig>>();
         let settings = zone.clone();
         let compiling = tokio::task::spawn_blocking(move || {
@@ -313,10 +313,11 @@ impl Manager {
         let read_done = std::time::Instant::now();
         let joined = compiling.await;
         let waited = read_done.elapsed();
-        read?;
+        // A failed compile first: reading then fails only because the compile went away.
         let (compiled, added, steered) = joined.map_err(|e| {
             ManageError::Store(StoreError::Corrupt(format!("compiling a zone failed: {e}")))
         })?;
+        read?;
         // Which names are steered is known only at the end; the addresses are read again
         // for the few zones that steer at all.
         let addresses = match steered {

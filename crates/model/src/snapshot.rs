@@ -643,24 +643,26 @@ impl ZoneBuilder {
         } = self;
         crate::lb::compile_into(zone, &apex, &mut nodes);
         // Zone cuts, then what lies below them.
-        let mut cuts: Vec<Box<[u8]>> = Vec::new();
+        let mut has_cuts = false;
         for index in 0..nodes.len() {
             let node = nodes.node_mut(index);
             node.rrsets.sort_by_key(|r| r.rtype.to_int());
             if node.rrset(Rtype::NS).is_some() && nodes.name(index) != apex.as_wire() {
                 nodes.node_mut(index).is_cut = true;
-                cuts.push(nodes.name(index).into());
+                has_cuts = true;
             }
         }
-        let has_cuts = !cuts.is_empty();
         if has_cuts {
+            // Every name between a node and the apex is a node too (empty non-terminals), so
+            // a node's ancestors are looked up, not compared with every cut: a zone of many
+            // delegations is not quadratic.
             for index in 0..nodes.len() {
                 let key = nodes.name(index);
-                let below = cuts.iter().any(|cut| {
-                    key.len() > cut.len()
-                        && key.ends_with(cut)
-                        && label_offsets(key).any(|o| o == key.len() - cut.len())
-                });
+                let below = label_offsets(key)
+                    .skip(1)
+                    .map(|start| &key[start..])
+                    .take_while(|ancestor| ancestor.len() > apex.as_wire().len())
+                    .any(|ancestor| nodes.find(ancestor).is_some_and(|i| nodes.node(i).is_cut));
                 nodes.node_mut(index).below_cut = below;
             }
         }
@@ -830,6 +832,9 @@ www      3600 IN A     192.0.2.80
 a.b.c    3600 IN TXT   "deep"
 sub      3600 IN NS    ns.sub
 ns.sub   3600 IN A     192.0.2.53
+x.y.sub  3600 IN TXT   "occluded"
+in.sub   3600 IN NS    ns.sub
+xsub     3600 IN TXT   "not below sub"
 "#;
 
     fn name(text: &str) -> Dname {
@@ -935,6 +940,17 @@ ns.sub   3600 IN A     192.0.2.53
         );
         let glue = node("ns.sub.example.com");
         assert!(glue.below_cut() && !glue.is_cut());
+        // Everything under the cut, however deep, empty non-terminals and a cut below the cut
+        // included; a name that only ends in the same letters is not under it.
+        for under in [
+            "x.y.sub.example.com",
+            "y.sub.example.com",
+            "in.sub.example.com",
+        ] {
+            assert!(node(under).below_cut(), "{under}");
+        }
+        assert!(node("in.sub.example.com").is_cut());
+        assert!(!node("xsub.example.com").below_cut());
 
         let lb = node("lb.example.com");
         assert!(lb.lb().is_some_and(|lb| lb.ttl == 30));
@@ -954,10 +970,11 @@ ns.sub   3600 IN A     192.0.2.53
     fn every_node_is_found_by_its_name() {
         let zone = compile();
         let index = &zone.nodes;
-        // 7 names with records, 2 empty non-terminals and the load balancer.
-        assert_eq!(index.nodes.len(), 10);
-        assert_eq!(index.rrsets.len(), 12);
-        assert_eq!(index.extras.len(), 3);
+        // 10 names with records, 3 empty non-terminals and the load balancer.
+        assert_eq!(index.nodes.len(), 14);
+        assert_eq!(index.rrsets.len(), 15);
+        // Additionals at the apex, sub and in.sub; the load balancer.
+        assert_eq!(index.extras.len(), 4);
         assert!(index.home > index.nodes.len() * 3 / 2);
         assert_eq!(index.slots.last(), Some(&EMPTY));
         for at in 0..index.nodes.len() {

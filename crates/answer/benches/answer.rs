@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use answer::{Outcome, Transport, rcode, respond};
 use criterion::{Criterion, Throughput};
 use model::snapshot::ZoneSnapshot;
-use model::{Dname, Snapshot, ZoneConfig};
+use model::{Dname, Snapshot};
 
 /// Counts every allocation (and reallocation) made through it, then hands it to `System`.
 struct CountingAllocator;
@@ -72,17 +72,7 @@ const ECS: [u8; 11] = [0, 8, 0, 7, 0, 1, 24, 0, 198, 51, 100];
 fn snapshot() -> Snapshot {
     let origin = Dname::parse_absolute("bench.test").expect("origin");
     let parsed = model::zonefile::parse(ZONE, &origin, 3600).expect("the bench zone parses");
-    let (soa, default_ttl) = parsed.soa.expect("the bench zone has an SOA");
-    let zone = ZoneConfig {
-        id: 1,
-        name: origin,
-        soa,
-        default_ttl,
-        records: parsed.records,
-        pools: Vec::new(),
-        load_balancers: Vec::new(),
-    };
-    let mut zone = zone;
+    let mut zone = parsed.into_zone(origin).expect("the bench zone has an SOA");
     zone.records.extend(steered_records(&zone.name));
     let errors = zone.validate(&|_| String::new());
     assert!(errors.is_empty(), "the bench zone is invalid: {errors:?}");

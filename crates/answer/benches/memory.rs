@@ -13,8 +13,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
+use model::Dname;
 use model::snapshot::ZoneSnapshot;
-use model::{Dname, ZoneConfig};
 
 struct Counting;
 
@@ -94,16 +94,7 @@ fn main() {
     let base = live();
     let start = Instant::now();
     let parsed = model::zonefile::parse(&text, &apex, 3600).expect("zone file");
-    let (soa, _) = parsed.soa.expect("SOA");
-    let config = ZoneConfig {
-        id: 1,
-        name: apex.clone(),
-        soa,
-        default_ttl: 3600,
-        records: parsed.records,
-        pools: Vec::new(),
-        load_balancers: Vec::new(),
-    };
+    let config = parsed.into_zone(apex.clone()).expect("SOA");
     drop(text);
     let after_config = live();
     report(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use domain::base::Message;
 use domain::base::iana::Rtype;
 use model::snapshot::ZoneSnapshot;
-use model::{Dname, Snapshot, ZoneConfig};
+use model::{Dname, Snapshot};
 
 use crate::{Outcome, Reason, Transport, respond};
 
@@ -39,16 +39,7 @@ big      3600 IN TXT   "01234567890123456789012345678901234567890123456789012345
 fn snapshot() -> Snapshot {
     let origin = Dname::parse_absolute("example.com").unwrap();
     let parsed = model::zonefile::parse(ZONE, &origin, 3600).expect("zone parses");
-    let (soa, default_ttl) = parsed.soa.expect("SOA");
-    let zone = ZoneConfig {
-        id: 1,
-        name: origin,
-        soa,
-        default_ttl,
-        records: parsed.records,
-        pools: Vec::new(),
-        load_balancers: Vec::new(),
-    };
+    let zone = parsed.into_zone(origin).expect("SOA");
     assert_eq!(zone.validate(&|_| String::new()), []);
     Snapshot::empty().with_zone(Arc::new(ZoneSnapshot::compile(&zone)))
 }

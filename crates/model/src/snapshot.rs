@@ -427,8 +427,7 @@ impl NodeMap {
 
     /// The lower-case wire name of node `index`.
     pub fn name(&self, index: usize) -> &[u8] {
-        let (start, len) = self.spans[index];
-        &self.names[start as usize..start as usize + len as usize]
+        span_of(&self.names, self.spans[index])
     }
 
     pub fn node(&self, index: usize) -> &NodeBuilder {
@@ -462,11 +461,7 @@ impl NodeMap {
             table,
             ..
         } = self;
-        let name_of = |i: u32| {
-            let (start, len) = spans[i as usize];
-            &names[start as usize..start as usize + len as usize]
-        };
-        let index = match table.find(hash, |&i| name_of(i) == key) {
+        let index = match table.find(hash, |&i| span_of(names, spans[i as usize]) == key) {
             Some(&i) => i as usize,
             None => {
                 let index = nodes.len();
@@ -480,6 +475,11 @@ impl NodeMap {
         };
         &mut nodes[index]
     }
+}
+
+/// The name at `(start, len)` of a name arena.
+fn span_of(names: &[u8], (start, len): (u32, u8)) -> &[u8] {
+    &names[start as usize..start as usize + len as usize]
 }
 
 /// One owner name of a zone while [`ZoneSnapshot::compile`] builds it; flattened into the
@@ -844,7 +844,7 @@ xsub     3600 IN TXT   "not below sub"
     fn compile() -> ZoneSnapshot {
         let origin = name("example.com");
         let parsed = crate::zonefile::parse(ZONE, &origin, 3600).expect("zone parses");
-        let (soa, default_ttl) = parsed.soa.expect("SOA");
+        let mut zone = parsed.into_zone(origin).expect("SOA");
         let pool = PoolConfig {
             id: 0,
             name: "web".into(),
@@ -872,15 +872,8 @@ xsub     3600 IN TXT   "not below sub"
             locate_by: Default::default(),
             affinity: Default::default(),
         };
-        let zone = ZoneConfig {
-            id: 1,
-            name: origin,
-            soa,
-            default_ttl,
-            records: parsed.records,
-            pools: vec![pool],
-            load_balancers: vec![lb],
-        };
+        zone.pools = vec![pool];
+        zone.load_balancers = vec![lb];
         assert_eq!(zone.validate(&|_| String::new()), []);
         ZoneSnapshot::compile(&zone)
     }

@@ -25,6 +25,23 @@ pub struct ParsedZoneFile {
     pub lines: Vec<usize>,
 }
 
+impl ParsedZoneFile {
+    /// The zone the file describes, when it has an SOA: id 1, no pools or load balancers. For
+    /// tests and benches that start from zone file text.
+    pub fn into_zone(self, origin: Dname) -> Option<ZoneConfig> {
+        let (soa, default_ttl) = self.soa?;
+        Some(ZoneConfig {
+            id: 1,
+            name: origin,
+            soa,
+            default_ttl,
+            records: self.records,
+            pools: Vec::new(),
+            load_balancers: Vec::new(),
+        })
+    }
+}
+
 struct RawEntry {
     line: usize,
     text: String,

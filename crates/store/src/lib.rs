@@ -134,15 +134,6 @@ impl Store {
 
     // ---- zones and records ----
 
-    /// Every zone with its records.
-    pub async fn load_zones(&self) -> Result<Vec<ZoneConfig>> {
-        let mut zones = self.load_zone_settings().await?;
-        for zone in &mut zones {
-            zone.records = self.load_records(zone.id).await?;
-        }
-        Ok(zones)
-    }
-
     /// Every zone with its pools and load balancers but without its records (`records` is
     /// empty): for a load that reads them with [`Store::read_records`].
     pub async fn load_zone_settings(&self) -> Result<Vec<ZoneConfig>> {
@@ -151,12 +142,17 @@ impl Store {
             .await?;
         let mut zones = Vec::with_capacity(rows.len());
         for row in rows {
-            let mut zone = zone_from_row(&row)?;
-            zone.pools = self.load_pools(zone.id).await?;
-            zone.load_balancers = self.load_load_balancers(zone.id, &zone.name).await?;
-            zones.push(zone);
+            zones.push(self.zone_settings(&row).await?);
         }
         Ok(zones)
+    }
+
+    /// A zone row with its pools and load balancers.
+    async fn zone_settings(&self, row: &sqlx::sqlite::SqliteRow) -> Result<ZoneConfig> {
+        let mut zone = zone_from_row(row)?;
+        zone.pools = self.load_pools(zone.id).await?;
+        zone.load_balancers = self.load_load_balancers(zone.id, &zone.name).await?;
+        Ok(zone)
     }
 
     /// How many records a zone has.
@@ -175,10 +171,8 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?;
         let Some(row) = row else { return Ok(None) };
-        let mut zone = zone_from_row(&row)?;
+        let mut zone = self.zone_settings(&row).await?;
         zone.records = self.load_records(zone.id).await?;
-        zone.pools = self.load_pools(zone.id).await?;
-        zone.load_balancers = self.load_load_balancers(zone.id, &zone.name).await?;
         Ok(Some(zone))
     }
 
@@ -991,7 +985,7 @@ mod tests {
         store.retain_health_states(&[]).await.unwrap();
         assert!(store.health_states().await.unwrap().is_empty());
         assert!(store.delete_zone(&name).await.unwrap());
-        assert!(store.load_zones().await.unwrap().is_empty());
+        assert!(store.load_zone_settings().await.unwrap().is_empty());
     }
 
     #[tokio::test]

@@ -61,6 +61,10 @@ pub struct ServeArgs {
     /// The PoP's coordinates `LAT,LON`, for proximity steering.
     #[arg(long, env = "DNZ_POP_LOCATION")]
     pub pop_location: Option<String>,
+    /// Network interface whose UDP DNS traffic is answered over XDP (AF_XDP sockets, one per
+    /// receive queue) instead of the kernel's UDP sockets; repeat for several. Needs root.
+    #[arg(long = "xdp", env = "DNZ_XDP", value_delimiter = ',')]
+    pub xdp: Vec<String>,
 }
 
 /// The keys of `dnz.toml`.
@@ -83,6 +87,7 @@ struct FileConfig {
     pop_country: Option<String>,
     pop_continent: Option<String>,
     pop_location: Option<String>,
+    xdp: Option<Vec<String>>,
 }
 
 /// Validated settings.
@@ -102,6 +107,8 @@ pub struct ServeConfig {
     pub check_concurrency: usize,
     /// Where this server is, for load balancers (SPEC §7).
     pub pop: model::snapshot::Pop,
+    /// Interfaces answered over XDP.
+    pub xdp: Vec<String>,
 }
 
 impl ServeArgs {
@@ -164,9 +171,21 @@ impl ServeArgs {
             self.pop_continent.or(file.pop_continent),
             self.pop_location.or(file.pop_location),
         )?;
+        let xdp = if self.xdp.is_empty() {
+            file.xdp.unwrap_or_default()
+        } else {
+            self.xdp
+        };
+        if let Some(bad) = xdp
+            .iter()
+            .find(|name| name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('/'))
+        {
+            bail!("--xdp {bad:?}: not a network interface name");
+        }
         Ok(ServeConfig {
             pop,
             dns,
+            xdp,
             http: self
                 .http
                 .or(file.http)

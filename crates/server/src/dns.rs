@@ -29,14 +29,14 @@ pub struct DnsShared {
 
 /// A per-worker random source for weighted picks and rotation: cheap, unshared, and seeded
 /// from the OS so workers differ.
-struct Xorshift(u64);
+pub(crate) struct Xorshift(u64);
 
 impl Xorshift {
-    fn seeded() -> Xorshift {
+    pub(crate) fn seeded() -> Xorshift {
         Xorshift(rand::random::<u64>() | 1)
     }
 
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         // xorshift64* (Vigna, 2016).
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;

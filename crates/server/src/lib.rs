@@ -19,6 +19,7 @@ pub mod manage;
 pub mod metrics;
 mod mmsg;
 pub mod topology;
+pub mod xdp;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -99,6 +100,26 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
         )));
     }
 
+    // XDP: after every listener is bound, so the program matches the ports they got.
+    let mut attached = Vec::new();
+    for interface in &config.xdp {
+        let program = xdp::attach(interface, &bound.dns)?;
+        for queue in 0..program.queues {
+            let socket = xdp::XskSocket::open(program.ifindex, queue)
+                .and_then(|socket| program.register(queue, &socket).map(|()| socket))
+                .with_context(|| format!("--xdp {interface}: AF_XDP socket for queue {queue}"))?;
+            let shared = shared.clone();
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("dns-xdp-{queue}"))
+                    .spawn(move || xdp::xdp_worker(socket, shared))
+                    .context("starting an XDP worker")?,
+            );
+        }
+        tracing::info!(interface = %interface, queues = program.queues, "answering UDP over XDP");
+        attached.push(program);
+    }
+
     // Health checks: extra trusted CAs for private PKI, then one task per distinct target.
     let mut extra_ca = Vec::new();
     for path in &config.check_ca {
@@ -159,6 +180,7 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     for worker in workers {
         let _ = worker.join();
     }
+    drop(attached);
     health_task.abort();
     store.close().await;
     tracing::info!("stopped");

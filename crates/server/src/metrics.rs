@@ -55,6 +55,8 @@ pub struct Metrics {
     by_reason: Vec<Counter>,
     pub udp_queries: Counter,
     pub tcp_queries: Counter,
+    /// UDP queries taken by an XDP socket rather than the kernel's UDP sockets.
+    pub xdp_queries: Counter,
     pub dropped: Counter,
     pub truncated: Counter,
     pub tcp_refused: Counter,
@@ -113,6 +115,9 @@ impl Metrics {
             .clone();
         let tcp_queries = transport_family
             .get_or_create(&TransportLabels { transport: "tcp" })
+            .clone();
+        let xdp_queries = transport_family
+            .get_or_create(&TransportLabels { transport: "xdp" })
             .clone();
         registry.register("queries", "DNS queries received", transport_family);
         let dropped = Counter::default();
@@ -186,6 +191,7 @@ impl Metrics {
             by_reason,
             udp_queries,
             tcp_queries,
+            xdp_queries,
             dropped,
             truncated,
             tcp_refused,

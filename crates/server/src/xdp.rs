@@ -745,6 +745,13 @@ fn udp_checksum(source: IpAddr, destination: IpAddr, udp: &[u8]) -> u16 {
     !fold(sum)
 }
 
+fn unicast(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(ip) => !(ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast()),
+        IpAddr::V6(ip) => !(ip.is_unspecified() || ip.is_multicast()),
+    }
+}
+
 /// Reads a frame the program redirected: Ethernet, then IPv4 without options or IPv6 without
 /// extension headers, then UDP. None for anything malformed, cut short, or with a bad IPv4
 /// header checksum, as the kernel would have dropped it.
@@ -790,10 +797,17 @@ pub fn parse(frame: &[u8]) -> Option<Packet> {
         return None;
     }
     let udp = &udp[..udp_len];
+    let source_port = u16::from_be_bytes([udp[0], udp[1]]);
+    // What the kernel would not deliver or we could not answer: port 0, or a source or
+    // destination that is not one host (a reply from a broadcast address, or to one, must not
+    // leave).
+    if source_port == 0 || !unicast(source) || !unicast(destination) {
+        return None;
+    }
     // The UDP checksum is not verified: packets from this host's own sockets carry only a
     // partial one (the loopback device never completes it), and NICs check it in hardware.
     Some(Packet {
-        source: SocketAddr::new(source, u16::from_be_bytes([udp[0], udp[1]])),
+        source: SocketAddr::new(source, source_port),
         destination: SocketAddr::new(destination, u16::from_be_bytes([udp[2], udp[3]])),
         payload: udp_at + UDP_LEN..udp_at + udp_len,
     })
@@ -1025,6 +1039,19 @@ mod tests {
         let mut arp = good;
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         assert!(parse(&arp).is_none());
+        // Nothing is answered from or to an address that is not one host, or to port 0.
+        for (from, to) in [
+            ("192.0.2.7:0", "198.51.100.53:53"),
+            ("255.255.255.255:4000", "198.51.100.53:53"),
+            ("0.0.0.0:4000", "198.51.100.53:53"),
+            ("192.0.2.7:4000", "255.255.255.255:53"),
+            ("192.0.2.7:4000", "224.0.0.251:53"),
+            ("[ff02::fb]:4000", "[2001:db8::53]:53"),
+            ("[2001:db8::7]:4000", "[ff02::1]:53"),
+        ] {
+            let frame = query_frame(from.parse().unwrap(), to.parse().unwrap(), b"q");
+            assert!(parse(&frame).is_none(), "{from} -> {to}");
+        }
         assert!(parse(&[]).is_none());
     }
 

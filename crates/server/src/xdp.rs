@@ -280,7 +280,6 @@ impl Program {
 /// The program attached to one interface, its socket map, and the link that keeps it attached
 /// (closing the link detaches it).
 pub struct Attached {
-    pub interface: String,
     pub ifindex: u32,
     pub queues: u32,
     map: OwnedFd,
@@ -386,7 +385,6 @@ pub fn attach(interface: &str, listeners: &[SocketAddr]) -> anyhow::Result<Attac
         anyhow::anyhow!("--xdp {interface}: attaching the XDP program: {e}{hint}")
     })?);
     Ok(Attached {
-        interface: interface.to_owned(),
         ifindex,
         queues,
         map,

@@ -687,6 +687,24 @@ impl XskSocket {
             .store(fill.wrapping_add(1), Ordering::Release);
     }
 
+    /// A zero-copy driver that found the fill ring empty stops receiving until told there are
+    /// frames again (copy mode never sets the flag).
+    fn wake_rx(&self) {
+        if self.zero_copy && self.fill.needs_wakeup() {
+            // SAFETY: a zero-length receive on our own socket only wakes the driver.
+            unsafe {
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+    }
+
     fn wait(&self, timeout_ms: i32) {
         let mut poll = libc::pollfd {
             fd: self.fd.as_raw_fd(),
@@ -877,6 +895,7 @@ pub fn xdp_worker(mut socket: XskSocket, shared: Arc<DnsShared>) {
     let mut in_flight = 0u32;
     while !shared.stop.load(Ordering::Relaxed) {
         in_flight -= socket.recycle();
+        socket.wake_rx();
         let ready = socket.rx.producer().load(Ordering::Acquire);
         let mut at = socket.rx.consumer().load(Ordering::Relaxed);
         if ready == at {

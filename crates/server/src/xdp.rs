@@ -814,17 +814,18 @@ pub fn parse(frame: &[u8]) -> Option<Packet> {
     }
     let udp = &udp[..udp_len];
     let source_port = u16::from_be_bytes([udp[0], udp[1]]);
+    let destination_port = u16::from_be_bytes([udp[2], udp[3]]);
     // What the kernel would not deliver or we could not answer: port 0, or a source or
     // destination that is not one host (a reply from a broadcast address, or to one, must not
     // leave).
-    if source_port == 0 || !unicast(source) || !unicast(destination) {
+    if source_port == 0 || destination_port == 0 || !unicast(source) || !unicast(destination) {
         return None;
     }
     // The UDP checksum is not verified: packets from this host's own sockets carry only a
     // partial one (the loopback device never completes it), and NICs check it in hardware.
     Some(Packet {
         source: SocketAddr::new(source, source_port),
-        destination: SocketAddr::new(destination, u16::from_be_bytes([udp[2], udp[3]])),
+        destination: SocketAddr::new(destination, destination_port),
         payload: udp_at + UDP_LEN..udp_at + udp_len,
     })
 }
@@ -1059,6 +1060,7 @@ mod tests {
         // Nothing is answered from or to an address that is not one host, or to port 0.
         for (from, to) in [
             ("192.0.2.7:0", "198.51.100.53:53"),
+            ("192.0.2.7:4000", "198.51.100.53:0"),
             ("255.255.255.255:4000", "198.51.100.53:53"),
             ("0.0.0.0:4000", "198.51.100.53:53"),
             ("192.0.2.7:4000", "255.255.255.255:53"),
@@ -1070,6 +1072,62 @@ mod tests {
             assert!(parse(&frame).is_none(), "{from} -> {to}");
         }
         assert!(parse(&[]).is_none());
+    }
+
+    #[test]
+    fn random_and_mangled_frames_never_panic() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let good = query_frame(
+            "192.0.2.7:40000".parse().unwrap(),
+            "198.51.100.53:53".parse().unwrap(),
+            b"0123456789abcdef",
+        );
+        let good6 = query_frame(
+            "[2001:db8::7]:40000".parse().unwrap(),
+            "[2001:db8::53]:53".parse().unwrap(),
+            b"0123456789abcdef",
+        );
+        let mut parsed = 0;
+        for round in 0..20_000 {
+            // Half pure noise, half a real query with a few bytes changed (some also cut short).
+            let mut frame = if round % 2 == 0 {
+                let len = rng.random_range(0..200);
+                (0..len).map(|_| rng.random()).collect::<Vec<u8>>()
+            } else {
+                let mut frame = if round % 4 == 1 {
+                    good.clone()
+                } else {
+                    good6.clone()
+                };
+                for _ in 0..rng.random_range(1..4) {
+                    let at = rng.random_range(0..frame.len());
+                    frame[at] = rng.random();
+                }
+                if round % 8 == 3 {
+                    frame.truncate(rng.random_range(0..=frame.len()));
+                }
+                frame
+            };
+            let len = frame.len();
+            if let Some(packet) = parse(&frame) {
+                parsed += 1;
+                assert!(packet.payload.start <= packet.payload.end && packet.payload.end <= len);
+                frame.resize(FRAME_SIZE as usize, 0);
+                let answer = vec![0xab; rng.random_range(0..1500)];
+                if let Some(reply) = write_reply(&mut frame, &packet, &answer) {
+                    assert!(reply <= frame.len());
+                    assert_eq!(
+                        parse(&frame[..reply]).map(|p| p.payload.len()),
+                        Some(answer.len()),
+                        "{packet:?} {:02x?}",
+                        &frame[..64]
+                    );
+                }
+            }
+        }
+        // Mangled queries whose changes missed every checked field still parse.
+        assert!(parsed > 1_000, "{parsed}");
     }
 
     #[test]

@@ -118,3 +118,28 @@ fn idle_connections_close_and_the_cap_holds() {
     fresh.write_all(&framed("www.example.com", 9)).unwrap();
     assert_eq!(read_response(&mut fresh).id, 9);
 }
+
+/// `--dns 0.0.0.0:P --dns [::]:P`, as an operator listens on every address: both bind (the
+/// IPv6 listeners are IPv6-only), and each family is answered over UDP and TCP.
+#[test]
+fn wildcard_listeners_on_both_families_share_a_port() {
+    let port = test_support::free_port();
+    let listen = format!("0.0.0.0:{port},[::]:{port}");
+    let server = DnzServer::start(&["--demo", "--dns", &listen]);
+    for addr in [format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
+        let addr: std::net::SocketAddr = addr.parse().unwrap();
+        for tcp in [false, true] {
+            let opts = QueryOptions {
+                tcp,
+                ..Default::default()
+            };
+            let response = test_support::query(addr, "mail.example.com", Rtype::A, &opts);
+            assert_eq!(
+                response.answer,
+                ["mail.example.com. 300 IN A 192.0.2.25"],
+                "{addr} tcp={tcp}"
+            );
+        }
+    }
+    drop(server);
+}

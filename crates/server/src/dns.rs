@@ -58,6 +58,21 @@ fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
+/// The TCP listener on `addr`. An IPv6 one is IPv6-only, as the UDP sockets are, so that
+/// `[::]:53` and `0.0.0.0:53` can both be listened on (Linux makes `[::]` dual-stack by
+/// default, and its IPv4 half would take the port from the other listener).
+pub fn bind_tcp(addr: SocketAddr) -> io::Result<tokio::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    tokio::net::TcpListener::from_std(socket.into())
+}
+
 /// Binds `workers` UDP sockets on `addr` (the first decides the port when it is 0) and returns
 /// the bound address and the sockets.
 pub fn bind_udp(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, Vec<UdpSocket>)> {

@@ -202,7 +202,7 @@ async fn bind_dns(
     for _ in 0..attempts {
         let (udp_addr, sockets) =
             dns::bind_udp(addr, workers).with_context(|| format!("binding DNS UDP {addr}"))?;
-        match tokio::net::TcpListener::bind(udp_addr).await {
+        match dns::bind_tcp(udp_addr) {
             Ok(tcp) => return Ok((udp_addr, sockets, tcp)),
             Err(e) => {
                 last_error =

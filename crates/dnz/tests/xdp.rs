@@ -90,6 +90,22 @@ fn comparable(raw: &[u8]) -> String {
     format!("{response:?}")
 }
 
+/// Runs `dnz serve --xdp lo` on `listen`, which must fail to start; returns what it said.
+fn refused_start(listen: &str) -> String {
+    let data = tempfile::tempdir().unwrap();
+    let output = Command::new(dnz_binary())
+        .args(["serve", "--demo", "--http", "127.0.0.1:0", "--xdp", "lo"])
+        .args(["--dns", listen])
+        .arg("--data-dir")
+        .arg(data.path())
+        .env("DNZ_LOG", "warn")
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "dnz started on {listen}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[test]
 fn xdp_on_loopback_answers_like_the_socket_path() {
     if !root() {
@@ -101,26 +117,7 @@ fn xdp_on_loopback_answers_like_the_socket_path() {
 
     // Without the sysctls, answers to 127.0.0.1 would vanish: dnz refuses to start and says why.
     sysctls.set("0");
-    let data = tempfile::tempdir().unwrap();
-    let refused = Command::new(dnz_binary())
-        .args([
-            "serve",
-            "--demo",
-            "--http",
-            "127.0.0.1:0",
-            "--dns",
-            &listen,
-            "--xdp",
-            "lo",
-        ])
-        .arg("--data-dir")
-        .arg(data.path())
-        .env("DNZ_LOG", "warn")
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!refused.status.success());
-    let stderr = String::from_utf8_lossy(&refused.stderr);
+    let stderr = refused_start(&listen);
     assert!(
         stderr.contains("net.ipv4.conf.lo.route_localnet=1"),
         "{stderr}"
@@ -207,18 +204,7 @@ fn xdp_on_loopback_answers_like_the_socket_path() {
 
     // One XDP program per device: a second server on lo is refused with the reason.
     let busy_port = free_port();
-    let data = tempfile::tempdir().unwrap();
-    let busy = Command::new(dnz_binary())
-        .args(["serve", "--demo", "--http", "127.0.0.1:0", "--xdp", "lo"])
-        .args(["--dns", &format!("127.0.0.1:{busy_port}")])
-        .arg("--data-dir")
-        .arg(data.path())
-        .env("DNZ_LOG", "warn")
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!busy.status.success());
-    let stderr = String::from_utf8_lossy(&busy.stderr);
+    let stderr = refused_start(&format!("127.0.0.1:{busy_port}"));
     assert!(stderr.contains("another XDP program"), "{stderr}");
 
     // Stopping the server detaches its program: the next one attaches, and answers.

@@ -77,6 +77,27 @@ fn reduce(hash: u64, len: usize) -> usize {
     (((hash & 0xffff_ffff) * len as u64) >> 32) as usize
 }
 
+/// Zones with at least this many names fill their slot table on a thread of its own.
+const PARALLEL_SLOTS: usize = 100_000;
+
+/// The slot table for nodes whose hashes are `hashes`, node `i` at the first free slot from
+/// `reduce(hash, home)` on. A probe runs on past `home` instead of wrapping; the last slot stays
+/// empty to end it.
+fn fill_slots(hashes: &[u64], home: usize) -> Vec<u64> {
+    let mut slots = vec![EMPTY; home + 1];
+    for (index, &hash) in hashes.iter().enumerate() {
+        let mut at = reduce(hash, home);
+        while slots[at] != EMPTY {
+            at += 1;
+        }
+        if at == slots.len() - 1 {
+            slots.push(EMPTY);
+        }
+        slots[at] = (hash & 0xffff_ffff_0000_0000) | index as u64;
+    }
+    slots
+}
+
 impl NodeIndex {
     /// Flattens the nodes compile built, in the order they were added: the names are already
     /// in one arena and each name's hash is known, so this moves RRsets and fills the slots.
@@ -102,46 +123,47 @@ impl NodeIndex {
         let mut nodes = Vec::with_capacity(builders.len());
         let mut extras = Vec::new();
         let home = (builders.len() * 3 / 2 + 1).max(8);
-        // A probe runs on past `home` instead of wrapping; the last slot stays empty to end it.
-        let mut slots = vec![EMPTY; home + 1];
-        for ((node, (name, name_len)), hash) in builders.into_iter().zip(spans).zip(hashes) {
-            let mut at = reduce(hash, home);
-            while slots[at] != EMPTY {
-                at += 1;
-            }
-            if at == slots.len() - 1 {
-                slots.push(EMPTY);
-            }
-            slots[at] = (hash & 0xffff_ffff_0000_0000) | nodes.len() as u64;
-            let extra = if node.has_extra() {
-                extras.push(NodeExtra {
-                    additionals: node
-                        .additionals
-                        .into_iter()
-                        .map(|(rtype, found)| (rtype, found.into_boxed_slice()))
-                        .collect(),
-                    lb: node.lb,
+        // The slots need only the hashes: for a big zone they are filled on a second thread
+        // while this one moves the RRsets (each is a pass of cache misses of its own).
+        let (slots, ()) = std::thread::scope(|scope| {
+            let filler =
+                (hashes.len() >= PARALLEL_SLOTS).then(|| scope.spawn(|| fill_slots(&hashes, home)));
+            for (node, (name, name_len)) in builders.into_iter().zip(spans) {
+                let extra = if node.has_extra() {
+                    extras.push(NodeExtra {
+                        additionals: node
+                            .additionals
+                            .into_iter()
+                            .map(|(rtype, found)| (rtype, found.into_boxed_slice()))
+                            .collect(),
+                        lb: node.lb,
+                    });
+                    (extras.len() - 1) as u32
+                } else {
+                    NO_EXTRA
+                };
+                nodes.push(NodeData {
+                    name,
+                    first_rrset: rrsets.len() as u32,
+                    extra,
+                    rrset_count: u16::try_from(node.rrsets.len())
+                        .expect("one RRset per type, and type 0 is no data type"),
+                    name_len,
+                    flags: if node.is_cut { IS_CUT } else { 0 }
+                        | if node.below_cut { BELOW_CUT } else { 0 },
                 });
-                (extras.len() - 1) as u32
-            } else {
-                NO_EXTRA
+                // The index never grows: give back what RRsets of several records over-reserved.
+                rrsets.extend(node.rrsets.into_iter().map(|mut rrset| {
+                    rrset.rdatas.shrink_to_fit();
+                    rrset
+                }));
+            }
+            let slots = match filler {
+                Some(filler) => filler.join().expect("filling the slots"),
+                None => fill_slots(&hashes, home),
             };
-            nodes.push(NodeData {
-                name,
-                first_rrset: rrsets.len() as u32,
-                extra,
-                rrset_count: u16::try_from(node.rrsets.len())
-                    .expect("one RRset per type, and type 0 is no data type"),
-                name_len,
-                flags: if node.is_cut { IS_CUT } else { 0 }
-                    | if node.below_cut { BELOW_CUT } else { 0 },
-            });
-            // The index never grows: give back what RRsets of several records over-reserved.
-            rrsets.extend(node.rrsets.into_iter().map(|mut rrset| {
-                rrset.rdatas.shrink_to_fit();
-                rrset
-            }));
-        }
+            (slots, ())
+        });
         names.shrink_to_fit();
         NodeIndex {
             names: names.into_boxed_slice(),
@@ -974,6 +996,30 @@ xsub     3600 IN TXT   "not below sub"
             let node = index.at(at);
             let found = index.get(node.name()).expect("found");
             assert!(std::ptr::eq(found.data, node.data));
+        }
+    }
+
+    #[test]
+    fn a_big_index_fills_its_slots_on_a_second_thread_alike() {
+        let count = PARALLEL_SLOTS + 7;
+        let mut map = NodeMap::with_capacity(count);
+        for i in 0..count {
+            let text = format!("n{i}.example.com");
+            map.entry(name(&text).as_wire());
+        }
+        let index = NodeIndex::build(map);
+        assert_eq!(index.nodes.len(), count);
+        // The same table the one-thread path fills, from the same hashes in node order.
+        let hashes: Vec<u64> = (0..count)
+            .map(|at| index.hasher.hash_one(index.at(at).name()))
+            .collect();
+        assert!(*fill_slots(&hashes, index.home) == *index.slots);
+        for at in (0..count).step_by(97) {
+            let node = index.at(at);
+            assert!(std::ptr::eq(
+                index.get(node.name()).expect("found").data,
+                node.data
+            ));
         }
     }
 }

@@ -125,7 +125,7 @@ impl NodeIndex {
         let home = (builders.len() * 3 / 2 + 1).max(8);
         // The slots need only the hashes: for a big zone they are filled on a second thread
         // while this one moves the RRsets (each is a pass of cache misses of its own).
-        let (slots, ()) = std::thread::scope(|scope| {
+        let slots = std::thread::scope(|scope| {
             let filler =
                 (hashes.len() >= PARALLEL_SLOTS).then(|| scope.spawn(|| fill_slots(&hashes, home)));
             for (node, (name, name_len)) in builders.into_iter().zip(spans) {
@@ -158,11 +158,10 @@ impl NodeIndex {
                     rrset
                 }));
             }
-            let slots = match filler {
+            match filler {
                 Some(filler) => filler.join().expect("filling the slots"),
                 None => fill_slots(&hashes, home),
-            };
-            (slots, ())
+            }
         });
         names.shrink_to_fit();
         NodeIndex {

@@ -36,7 +36,7 @@ impl Xorshift {
         Xorshift(rand::random::<u64>() | 1)
     }
 
-    pub(crate) fn next(&mut self) -> u64 {
+    fn next(&mut self) -> u64 {
         // xorshift64* (Vigna, 2016).
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
@@ -45,11 +45,19 @@ impl Xorshift {
     }
 }
 
-fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
-    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+/// A socket for `addr`; an IPv6 one is IPv6-only, so that `[::]:53` and `0.0.0.0:53` can
+/// both be listened on (Linux makes `[::]` dual-stack by default, and its IPv4 half would take
+/// the port from the other listener).
+fn socket_for(addr: SocketAddr, kind: Type, protocol: Protocol) -> io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(addr), kind, Some(protocol))?;
     if addr.is_ipv6() {
         socket.set_only_v6(true)?;
     }
+    Ok(socket)
+}
+
+fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = socket_for(addr, Type::DGRAM, Protocol::UDP)?;
     socket.set_reuse_port(true)?;
     // A short timeout lets a worker notice shutdown between packets.
     socket.set_read_timeout(Some(Duration::from_millis(200)))?;
@@ -58,14 +66,9 @@ fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
-/// The TCP listener on `addr`. An IPv6 one is IPv6-only, as the UDP sockets are, so that
-/// `[::]:53` and `0.0.0.0:53` can both be listened on (Linux makes `[::]` dual-stack by
-/// default, and its IPv4 half would take the port from the other listener).
+/// The TCP listener on `addr` (IPv6-only for an IPv6 address, as the UDP sockets are).
 pub fn bind_tcp(addr: SocketAddr) -> io::Result<tokio::net::TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    if addr.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
+    let socket = socket_for(addr, Type::STREAM, Protocol::TCP)?;
     socket.set_reuse_address(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
@@ -114,20 +117,33 @@ pub fn udp_worker(socket: UdpSocket, shared: Arc<DnsShared>) {
             let Some(peer) = batch.peer(i) else {
                 continue;
             };
-            let client = Client {
-                source: peer.ip(),
-                random: rng.next(),
-            };
             let (query, response) = batch.prepare(i);
-            let outcome = answer::respond_to(&snapshot, query, Transport::Udp, &client, response);
-            shared.metrics.count(outcome);
-            if let Outcome::Respond { .. } = outcome {
+            if answer_udp(&shared, &snapshot, query, peer.ip(), &mut rng, response) {
                 batch.commit(i);
             }
         }
         drop(snapshot);
         batch.send(&socket);
     }
+}
+
+/// Answers one UDP query from `source` into `response` and counts the outcome; whether there
+/// is an answer to send. Shared by the socket and XDP workers.
+pub(crate) fn answer_udp(
+    shared: &DnsShared,
+    snapshot: &Snapshot,
+    query: &[u8],
+    source: std::net::IpAddr,
+    rng: &mut Xorshift,
+    response: &mut Vec<u8>,
+) -> bool {
+    let client = Client {
+        source,
+        random: rng.next(),
+    };
+    let outcome = answer::respond_to(snapshot, query, Transport::Udp, &client, response);
+    shared.metrics.count(outcome);
+    matches!(outcome, Outcome::Respond { .. })
 }
 
 /// Accepts DNS TCP connections until `shutdown` fires.

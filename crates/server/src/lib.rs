@@ -84,12 +84,9 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
         bound.dns.push(udp_addr);
         for (idx, socket) in sockets.into_iter().enumerate() {
             let shared = shared.clone();
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("dns-udp-{idx}"))
-                    .spawn(move || dns::udp_worker(socket, shared))
-                    .context("starting a DNS worker")?,
-            );
+            workers.push(spawn_worker(format!("dns-udp-{idx}"), move || {
+                dns::udp_worker(socket, shared)
+            })?);
         }
         tcp_tasks.push(tokio::spawn(dns::tcp_listener(
             tcp,
@@ -109,12 +106,9 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
                 .and_then(|socket| program.register(queue, &socket).map(|()| socket))
                 .with_context(|| format!("--xdp {interface}: AF_XDP socket for queue {queue}"))?;
             let shared = shared.clone();
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("dns-xdp-{queue}"))
-                    .spawn(move || xdp::xdp_worker(socket, shared))
-                    .context("starting an XDP worker")?,
-            );
+            workers.push(spawn_worker(format!("dns-xdp-{queue}"), move || {
+                xdp::xdp_worker(socket, shared)
+            })?);
         }
         tracing::info!(interface = %interface, queues = program.queues, "answering UDP over XDP");
         attached.push(program);
@@ -185,6 +179,17 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     store.close().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Starts a DNS worker thread named `name`.
+fn spawn_worker(
+    name: String,
+    work: impl FnOnce() + Send + 'static,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(work)
+        .with_context(|| format!("starting DNS worker {name}"))
 }
 
 /// Binds UDP (one socket per worker) and TCP on the same address. With port 0 the UDP socket

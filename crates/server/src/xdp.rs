@@ -19,9 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use answer::{Client, Outcome, Transport};
-
-use crate::dns::DnsShared;
+use crate::dns::{DnsShared, Xorshift, answer_udp};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
@@ -416,10 +414,10 @@ unsafe impl Send for Mapping {}
 
 impl Mapping {
     fn new(len: usize, fd: RawFd, offset: libc::off_t) -> io::Result<Mapping> {
-        let (flags, populate) = if fd < 0 {
-            (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, 0)
+        let flags = if fd < 0 {
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS
         } else {
-            (libc::MAP_SHARED, libc::MAP_POPULATE)
+            libc::MAP_SHARED | libc::MAP_POPULATE
         };
         // SAFETY: a fresh mapping of `len` bytes; the kernel checks fd and offset.
         let ptr = unsafe {
@@ -427,7 +425,7 @@ impl Mapping {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                flags | populate,
+                flags,
                 fd,
                 offset,
             )
@@ -667,7 +665,7 @@ impl XskSocket {
             // SAFETY: entries between consumer and producer are the kernel's completions.
             unsafe {
                 let addr = *self.completion.entry(at);
-                *self.fill.entry(fill) = addr - addr % u64::from(FRAME_SIZE);
+                *self.fill.entry(fill) = chunk_start(addr);
             }
             at = at.wrapping_add(1);
             fill = fill.wrapping_add(1);
@@ -681,7 +679,7 @@ impl XskSocket {
     fn refill(&mut self, addr: u64) {
         let fill = self.fill.producer().load(Ordering::Relaxed);
         // SAFETY: frames in circulation never exceed the ring's size.
-        unsafe { *self.fill.entry(fill) = addr - addr % u64::from(FRAME_SIZE) };
+        unsafe { *self.fill.entry(fill) = chunk_start(addr) };
         self.fill
             .producer()
             .store(fill.wrapping_add(1), Ordering::Release);
@@ -714,6 +712,11 @@ impl XskSocket {
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut poll, 1, timeout_ms) };
     }
+}
+
+/// The start of the frame chunk holding `addr` (a descriptor's address includes headroom).
+fn chunk_start(addr: u64) -> u64 {
+    addr - addr % u64::from(FRAME_SIZE)
 }
 
 /// Where a received packet came from and went to, and where its DNS payload lies.
@@ -890,7 +893,7 @@ pub fn write_reply(frame: &mut [u8], packet: &Packet, answer: &[u8]) -> Option<u
 
 /// Answers the packets of one receive queue until `stop` is set.
 pub fn xdp_worker(mut socket: XskSocket, shared: Arc<DnsShared>) {
-    let mut random = crate::dns::Xorshift::seeded();
+    let mut random = Xorshift::seeded();
     let mut answer = Vec::with_capacity(4096);
     // Frames handed to the TX ring and not yet back through the completion ring.
     let mut in_flight = 0u32;
@@ -927,23 +930,18 @@ pub fn xdp_worker(mut socket: XskSocket, shared: Arc<DnsShared>) {
                 socket.refill(desc.addr);
                 continue;
             };
-            let client = Client {
-                source: packet.source.ip(),
-                random: random.next(),
-            };
             answer.clear();
-            let outcome = answer::respond_to(
+            let query = &frame[packet.payload.clone()];
+            let reply = answer_udp(
+                &shared,
                 &snapshot,
-                &frame[packet.payload.clone()],
-                Transport::Udp,
-                &client,
+                query,
+                packet.source.ip(),
+                &mut random,
                 &mut answer,
-            );
-            shared.metrics.count(outcome);
-            let reply = match outcome {
-                Outcome::Respond { .. } => write_reply(frame, &packet, &answer),
-                Outcome::Drop => None,
-            };
+            )
+            .then(|| write_reply(frame, &packet, &answer))
+            .flatten();
             let Some(reply_len) = reply else {
                 socket.refill(desc.addr);
                 continue;

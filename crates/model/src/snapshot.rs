@@ -9,9 +9,11 @@ use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use foldhash::fast::RandomState;
+use foldhash::fast::{FixedState, RandomState};
 use geo::{Country, Locate};
 use smallvec::{SmallVec, smallvec};
+
+pub mod image;
 
 use crate::name::{Dname, label_offsets};
 use crate::rdata::{Rdata, Rtype};
@@ -40,7 +42,34 @@ pub struct NodeIndex {
     /// the longer probes of misses slowed NXDOMAIN answers.
     slots: Box<[u64]>,
     home: usize,
-    hasher: RandomState,
+    hasher: NameHasher,
+}
+
+/// Hashes a zone's node names: seeded at random per zone, with the seed kept so that a saved
+/// image's slot table is valid when it is read back.
+#[derive(Clone, Debug)]
+struct NameHasher {
+    seed: u64,
+    state: FixedState,
+}
+
+impl NameHasher {
+    fn with_seed(seed: u64) -> NameHasher {
+        NameHasher {
+            seed,
+            state: FixedState::with_seed(seed),
+        }
+    }
+
+    fn hash_one(&self, key: &[u8]) -> u64 {
+        self.state.hash_one(key)
+    }
+}
+
+impl Default for NameHasher {
+    fn default() -> NameHasher {
+        NameHasher::with_seed(RandomState::default().hash_one(0u64))
+    }
 }
 
 const EMPTY: u64 = u64::MAX;
@@ -417,7 +446,7 @@ pub struct Additional {
 /// order they were added, a builder and the hash of each name, and a table of node numbers
 /// (4 bytes a node). The index is built from these without hashing or copying names again.
 pub struct NodeMap {
-    hasher: RandomState,
+    hasher: NameHasher,
     names: Vec<u8>,
     /// Offset and length of each node's name in `names`.
     spans: Vec<(u32, u8)>,
@@ -429,7 +458,7 @@ pub struct NodeMap {
 impl NodeMap {
     pub fn with_capacity(nodes: usize) -> NodeMap {
         NodeMap {
-            hasher: RandomState::default(),
+            hasher: NameHasher::default(),
             names: Vec::with_capacity(nodes * 20),
             spans: Vec::with_capacity(nodes),
             hashes: Vec::with_capacity(nodes),
@@ -815,6 +844,11 @@ impl Snapshot {
 
     pub fn zones(&self) -> impl Iterator<Item = &Arc<ZoneSnapshot>> {
         self.zones.values()
+    }
+
+    /// The zone whose apex is `lower_apex` (lower-case wire).
+    pub fn zone(&self, lower_apex: &[u8]) -> Option<&Arc<ZoneSnapshot>> {
+        self.zones.get(lower_apex)
     }
 
     /// The most specific zone that holds a lower-case wire name, given the offsets of its

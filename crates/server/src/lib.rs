@@ -14,6 +14,7 @@ pub mod geoip;
 pub mod health;
 mod heap;
 pub mod http;
+pub mod images;
 pub mod lb;
 pub mod manage;
 pub mod metrics;
@@ -49,12 +50,21 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     auth::bootstrap(&store, &config.data_dir).await?;
     let metrics = Arc::new(metrics::Metrics::new());
     let snapshot = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
-    let manager =
-        Arc::new(manage::Manager::load(store.clone(), snapshot.clone(), metrics.clone()).await?);
+    let images = match images::Images::open(config.data_dir.join("images")) {
+        Ok(images) => Some(Arc::new(images)),
+        Err(e) => {
+            tracing::warn!(error = %e, "zone images are off: every start compiles the zones");
+            None
+        }
+    };
+    let manager = Arc::new(
+        manage::Manager::load(store.clone(), snapshot.clone(), metrics.clone(), images).await?,
+    );
     manager.set_pop(Arc::new(config.pop.clone()));
     if config.demo {
         demo::load(&manager).await?;
     }
+    let image_task = manager.keep_images();
     // `<data dir>/geoip-country.mmdb` (or the demo's), and its monthly updates.
     let geoip = geoip::GeoIp::start(manager.clone(), &config.data_dir, config.demo).await;
     if config.version_bind.is_some() || config.server_id.is_some() {
@@ -176,6 +186,9 @@ pub async fn run(config: ServeConfig, on_bound: impl FnOnce(&Bound)) -> anyhow::
     }
     drop(attached);
     health_task.abort();
+    // The last changes' images, so the next start need not compile them.
+    manager.save_images().await;
+    image_task.abort();
     store.close().await;
     tracing::info!("stopped");
     Ok(())

@@ -76,6 +76,8 @@ pub struct Manager {
     pub(crate) health: std::sync::RwLock<HashMap<u64, api::HealthInfo>>,
     /// Bumped on every change of zones, so the health runner can follow the checks.
     changes: tokio::sync::watch::Sender<u64>,
+    /// Saved images of the compiled zones, when the data dir can hold them.
+    images: Option<Arc<crate::images::Images>>,
 }
 
 /// What the manager keeps of a zone between changes.
@@ -239,28 +241,41 @@ fn validate(zone: &ZoneConfig) -> Result<()> {
 }
 
 impl Manager {
-    /// Loads every zone from the store and publishes the first snapshot.
+    /// Loads every zone and publishes the first snapshot: from its saved image where that is
+    /// current, else from the store.
     pub async fn load(
         store: Store,
         snapshot: Arc<ArcSwap<Snapshot>>,
         metrics: Arc<Metrics>,
+        images: Option<Arc<crate::images::Images>>,
     ) -> Result<Manager> {
         let started = std::time::Instant::now();
         let mut next = Snapshot::empty();
         let mut map = BTreeMap::new();
-        let mut records = 0;
+        let (mut records, mut from_images) = (0, 0);
         let mut compile_wait = std::time::Duration::ZERO;
         for zone in store.load_zone_settings().await? {
-            let (compiled, held, waited) = Self::load_zone(&store, zone).await?;
+            let (compiled, held) = match Self::read_image(&store, images.as_ref(), &zone).await? {
+                Some(loaded) => {
+                    from_images += 1;
+                    loaded
+                }
+                None => {
+                    let (compiled, held, waited) = Self::load_zone(&store, zone).await?;
+                    compile_wait += waited;
+                    (compiled, held)
+                }
+            };
             records += held.record_count;
-            compile_wait += waited;
             next = next.with_zone(Arc::new(compiled));
             map.insert(held.config.name.to_lowercase(), held);
         }
         metrics.zones.set(map.len() as i64);
+        metrics.zones_from_images.set(from_images);
         snapshot.store(Arc::new(next));
         tracing::info!(
             zones = map.len(),
+            from_images,
             records,
             ms = started.elapsed().as_millis() as u64,
             compile_after_read_ms = compile_wait.as_millis() as u64,
@@ -274,6 +289,117 @@ impl Manager {
             metrics,
             health: Default::default(),
             changes: tokio::sync::watch::channel(0).0,
+            images,
+        })
+    }
+
+    /// A zone from its image, when there is one of the zone's current revision.
+    async fn read_image(
+        store: &Store,
+        images: Option<&Arc<crate::images::Images>>,
+        zone: &ZoneConfig,
+    ) -> Result<Option<(ZoneSnapshot, HeldZone)>> {
+        let (Some(images), Some(revision)) = (images, store.revision(zone.id)) else {
+            return Ok(None);
+        };
+        if !zone.load_balancers.is_empty() {
+            return Ok(None);
+        }
+        let (id, apex, reader) = (zone.id, zone.name.clone(), images.clone());
+        let read = tokio::task::spawn_blocking(move || reader.read(id, revision, &apex))
+            .await
+            .map_err(|e| StoreError::Corrupt(format!("reading a zone image: {e}")))?;
+        let loaded = match read {
+            Ok(Some(loaded)) => loaded,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(zone = %zone.name, error = %e, "zone image not used; loading from the store");
+                return Ok(None);
+            }
+        };
+        images.saved.lock().await.insert(zone.id, revision);
+        let addresses = match loaded.steered {
+            true => store.load_address_records(zone.id).await?,
+            false => Vec::new(),
+        };
+        let held = HeldZone::new(zone, &addresses, loaded.record_count);
+        Ok(Some((loaded.zone, held)))
+    }
+
+    /// Writes the image of every zone whose image is not of its current revision, and removes
+    /// those of zones that are gone. Compiled zones are taken with the zones held, so each is
+    /// the one its revision was written with.
+    pub async fn save_images(&self) {
+        let Some(images) = &self.images else { return };
+        let mut saved = images.saved.lock().await;
+        let (todo, ids) = {
+            let zones = self.zones.lock().await;
+            let snapshot = self.snapshot.load();
+            let ids: std::collections::HashSet<i64> =
+                zones.values().map(|held| held.config.id).collect();
+            let todo: Vec<_> = zones
+                .iter()
+                .filter_map(|(apex, held)| {
+                    let id = held.config.id;
+                    let revision = self.store.revision(id)?;
+                    if saved.get(&id) == Some(&revision) {
+                        return None;
+                    }
+                    let compiled = snapshot.zone(apex.as_wire())?.clone();
+                    let steered = !held.steered.is_empty();
+                    Some((id, revision, held.record_count, steered, compiled))
+                })
+                .collect();
+            (todo, ids)
+        };
+        let gone = saved.keys().any(|id| !ids.contains(id));
+        if todo.is_empty() && !gone {
+            return;
+        }
+        saved.retain(|id, _| ids.contains(id));
+        let writer = images.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            let mut written = Vec::new();
+            for (id, revision, count, steered, compiled) in todo {
+                let started = std::time::Instant::now();
+                match writer.write(id, revision, count, steered, &compiled) {
+                    Ok(()) => {
+                        tracing::debug!(zone = %compiled.apex, ms = started.elapsed().as_millis() as u64, "zone image saved");
+                        written.push((id, revision));
+                    }
+                    Err(e) => tracing::warn!(zone = %compiled.apex, error = %e, "saving a zone image"),
+                }
+            }
+            writer.retain(&ids);
+            written
+        })
+        .await;
+        match written {
+            Ok(written) => saved.extend(written),
+            Err(e) => tracing::warn!(error = %e, "saving zone images"),
+        }
+    }
+
+    /// Saves zone images after changes, once they have paused for a while: a zone changed
+    /// every second is written once the changes stop, or at shutdown.
+    pub fn keep_images(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+        let manager = self.clone();
+        let mut changes = self.changes.subscribe();
+        tokio::spawn(async move {
+            loop {
+                manager.save_images().await;
+                if changes.changed().await.is_err() {
+                    return;
+                }
+                loop {
+                    tokio::time::sleep(SETTLE).await;
+                    if !changes.has_changed().unwrap_or(false) {
+                        break;
+                    }
+                    changes.borrow_and_update();
+                }
+            }
         })
     }
 

@@ -63,6 +63,8 @@ pub struct Metrics {
     pub tcp_open: Gauge,
     pub snapshot_swaps: Counter,
     pub zones: Gauge,
+    /// Zones the last start read from their saved images instead of compiling them.
+    pub zones_from_images: Gauge,
     /// When the GeoIP database in use was built (its metadata), so its age can be alerted on.
     pub geoip_build_epoch: Gauge,
     pub health_checks: Counter,
@@ -152,6 +154,12 @@ impl Metrics {
         );
         let zones = Gauge::default();
         registry.register("zones", "Zones served", zones.clone());
+        let zones_from_images = Gauge::default();
+        registry.register(
+            "zones_from_images",
+            "Zones the last start read from saved images instead of compiling them",
+            zones_from_images.clone(),
+        );
         let health_checks = Counter::default();
         registry.register("health_checks", "Health checks run", health_checks.clone());
         let health_latency = Histogram::new([
@@ -198,6 +206,7 @@ impl Metrics {
             tcp_open,
             snapshot_swaps,
             zones,
+            zones_from_images,
         }
     }
 

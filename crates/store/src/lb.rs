@@ -202,7 +202,7 @@ impl Store {
             .await?
             .try_get(0)?;
         }
-        tx.commit().await?;
+        self.commit(tx, zone_id).await?;
         Ok(stored)
     }
 
@@ -214,7 +214,7 @@ impl Store {
             .bind(zone_id)
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
+        self.commit(tx, zone_id).await?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -254,7 +254,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?
         .try_get(0)?;
-        tx.commit().await?;
+        self.commit(tx, zone_id).await?;
         Ok(id)
     }
 
@@ -266,7 +266,7 @@ impl Store {
             .bind(zone_id)
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
+        self.commit(tx, zone_id).await?;
         Ok(done.rows_affected() > 0)
     }
 }

@@ -92,6 +92,8 @@ pub struct StoredHealthEvent {
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
+    /// Each zone's revision as this process last loaded or wrote it.
+    revisions: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<i64, i64>>>,
 }
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -125,7 +127,33 @@ impl Store {
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Store { pool })
+        Ok(Store {
+            pool,
+            revisions: Default::default(),
+        })
+    }
+
+    /// Commits a write to zone `zone_id` and notes the revision it left the zone at.
+    async fn commit(
+        &self,
+        mut tx: sqlx::Transaction<'_, sqlx::Sqlite>,
+        zone_id: i64,
+    ) -> Result<()> {
+        let revision: i64 = sqlx::query_scalar("SELECT revision FROM zones WHERE id = ?")
+            .bind(zone_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        self.revisions.lock().unwrap().insert(zone_id, revision);
+        Ok(())
+    }
+
+    /// Zone `zone_id`'s revision as this process last loaded or wrote it. The store changes
+    /// it with everything the zone's compiled form is made of, however that is written; while
+    /// the caller holds writes to the zone back, it is the revision of what it last read or
+    /// wrote.
+    pub fn revision(&self, zone_id: i64) -> Option<i64> {
+        self.revisions.lock().unwrap().get(&zone_id).copied()
     }
 
     pub async fn close(&self) {
@@ -142,7 +170,10 @@ impl Store {
             .await?;
         let mut zones = Vec::with_capacity(rows.len());
         for row in rows {
-            zones.push(self.zone_settings(&row).await?);
+            let zone = self.zone_settings(&row).await?;
+            let revision = row.try_get("revision")?;
+            self.revisions.lock().unwrap().insert(zone.id, revision);
+            zones.push(zone);
         }
         Ok(zones)
     }
@@ -299,7 +330,7 @@ impl Store {
         for (record, id) in stored.records.iter_mut().zip(ids) {
             record.id = id;
         }
-        tx.commit().await?;
+        self.commit(tx, id).await?;
         Ok(stored)
     }
 
@@ -352,7 +383,7 @@ impl Store {
                 .await?;
         }
         let ids = insert_records(&mut tx, zone_id, add).await?;
-        tx.commit().await?;
+        self.commit(tx, zone_id).await?;
         Ok(ids)
     }
 
@@ -890,6 +921,90 @@ mod tests {
         assert_eq!(loaded.records.len(), total);
         assert_eq!(loaded.records, stored.records);
         assert!(loaded.records[LOAD_PAGE as usize + 3].steering.is_some());
+    }
+
+    /// The revision moves with every write to what a zone compiles from, including writes
+    /// that bypass the store's methods, and a new zone does not continue a deleted one's.
+    #[tokio::test]
+    async fn a_zone_revision_follows_every_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dnz.db");
+        let store = Store::open_sqlite(&path).await.unwrap();
+        let apex = Dname::parse_absolute("rev.test").unwrap();
+        let record = |name: &str, address: &str| RecordConfig {
+            id: 0,
+            name: Dname::parse(name, &apex).unwrap(),
+            rtype: Rtype::A,
+            ttl: 60,
+            rdata: Rdata::parse(Rtype::A, address, &apex).unwrap(),
+            steering: None,
+        };
+        let zone = ZoneConfig {
+            id: 0,
+            name: apex.clone(),
+            soa: Soa::default_for(&apex, 1),
+            default_ttl: 3600,
+            records: vec![record("a", "192.0.2.1")],
+            pools: Vec::new(),
+            load_balancers: Vec::new(),
+        };
+        let stored = store.create_zone(&zone, 0).await.unwrap();
+        let created = store.revision(stored.id).unwrap();
+        let ids = store
+            .change_zone(
+                stored.id,
+                &stored.soa,
+                3600,
+                &[],
+                &[record("b", "192.0.2.2")],
+                false,
+            )
+            .await
+            .unwrap();
+        let changed = store.revision(stored.id).unwrap();
+        assert_ne!(changed, created);
+        // A write by hand, as an operator with sqlite3 would make it.
+        sqlx::query("UPDATE records SET ttl = 61 WHERE id = ?")
+            .bind(ids[0])
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        let other = Store::open_sqlite(&path).await.unwrap();
+        other.load_zone_settings().await.unwrap();
+        let by_hand = other.revision(stored.id).unwrap();
+        assert_ne!(by_hand, changed);
+        assert_eq!(
+            store.revision(stored.id),
+            Some(changed),
+            "this process did not see it"
+        );
+        sqlx::query("DELETE FROM records WHERE id = ?")
+            .bind(ids[0])
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        other.load_zone_settings().await.unwrap();
+        assert_ne!(other.revision(stored.id).unwrap(), by_hand);
+        // Pools change it too.
+        let before = other.revision(stored.id).unwrap();
+        let pool = model::lb::PoolConfig {
+            id: 0,
+            name: "p".into(),
+            enabled: true,
+            algorithm: Default::default(),
+            location: None,
+            origins: Vec::new(),
+        };
+        store.save_pool(stored.id, 2, &pool).await.unwrap();
+        other.load_zone_settings().await.unwrap();
+        assert_ne!(other.revision(stored.id).unwrap(), before);
+        assert_eq!(store.revision(stored.id), other.revision(stored.id));
+        // A zone made again, even with the same id, starts somewhere else.
+        assert!(store.delete_zone(&apex).await.unwrap());
+        let again = store.create_zone(&zone, 0).await.unwrap();
+        assert_eq!(again.id, stored.id, "SQLite reuses the highest id");
+        let fresh = store.revision(again.id).unwrap();
+        assert!(![created, changed, by_hand, before].contains(&fresh));
     }
 
     #[tokio::test]

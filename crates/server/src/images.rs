@@ -148,22 +148,30 @@ impl Images {
     ) -> std::io::Result<()> {
         let path = self.path(zone_id);
         let partial = path.with_extension("partial");
-        let mut file = std::fs::File::create(&partial)?;
-        file.write_all(&self.header(&Header {
+        let header = self.header(&Header {
             zone_id,
             revision,
             record_count: record_count as u64,
             steered,
-        }))?;
-        let written = model::snapshot::image::write(zone, &mut file)?;
-        drop(file);
-        if written {
-            std::fs::rename(&partial, &path)
-        } else {
-            let _ = std::fs::remove_file(&partial);
-            match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
+        });
+        let written = std::fs::File::create(&partial).and_then(|mut file| {
+            file.write_all(&header)?;
+            model::snapshot::image::write(zone, &mut file)
+        });
+        match written {
+            Ok(true) => std::fs::rename(&partial, &path),
+            Ok(false) => {
+                let _ = std::fs::remove_file(&partial);
+                match std::fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                    _ => Ok(()),
+                }
+            }
+            // A full disk leaves no partial file behind; the old image, if any, stays stale
+            // and unused.
+            Err(e) => {
+                let _ = std::fs::remove_file(&partial);
+                Err(e)
             }
         }
     }

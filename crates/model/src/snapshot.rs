@@ -900,6 +900,13 @@ xsub     3600 IN TXT   "not below sub"
         let origin = name("example.com");
         let parsed = crate::zonefile::parse(ZONE, &origin, 3600).expect("zone parses");
         let mut zone = parsed.into_zone(origin).expect("SOA");
+        add_load_balancer(&mut zone);
+        assert_eq!(zone.validate(&|_| String::new()), []);
+        ZoneSnapshot::compile(&zone)
+    }
+
+    /// A pool `web` of one origin, 192.0.2.9, and a load balancer at `lb.<zone>` over it.
+    pub(crate) fn add_load_balancer(zone: &mut ZoneConfig) {
         let pool = PoolConfig {
             id: 0,
             name: "web".into(),
@@ -917,7 +924,7 @@ xsub     3600 IN TXT   "not below sub"
         };
         let lb = LbConfig {
             id: 0,
-            name: name("lb.example.com"),
+            name: Dname::parse("lb", &zone.name).unwrap(),
             enabled: true,
             ttl: 30,
             pools: vec!["web".into()],
@@ -929,8 +936,6 @@ xsub     3600 IN TXT   "not below sub"
         };
         zone.pools = vec![pool];
         zone.load_balancers = vec![lb];
-        assert_eq!(zone.validate(&|_| String::new()), []);
-        ZoneSnapshot::compile(&zone)
     }
 
     fn types(node: Node<'_>) -> Vec<Rtype> {

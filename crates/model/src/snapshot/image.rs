@@ -489,35 +489,8 @@ alias    3600 IN CNAME www
 
     #[test]
     fn a_zone_with_a_load_balancer_has_no_image() {
-        use crate::lb::{LbConfig, OriginConfig, PoolConfig};
         let mut zone = zone();
-        zone.pools = vec![PoolConfig {
-            id: 0,
-            name: "web".into(),
-            enabled: true,
-            algorithm: Default::default(),
-            location: None,
-            origins: vec![OriginConfig {
-                id: 0,
-                address: "192.0.2.9".parse().unwrap(),
-                enabled: true,
-                weight: 1,
-                priority: 1,
-                check: None,
-            }],
-        }];
-        zone.load_balancers = vec![LbConfig {
-            id: 0,
-            name: Dname::parse_absolute("lb.example.com").unwrap(),
-            enabled: true,
-            ttl: 30,
-            pools: vec!["web".into()],
-            rules: Vec::new(),
-            fallback: None,
-            steering: Default::default(),
-            locate_by: Default::default(),
-            affinity: Default::default(),
-        }];
+        super::super::tests::add_load_balancer(&mut zone);
         assert_eq!(zone.validate(&|_| String::new()), []);
         let mut bytes = Vec::new();
         assert!(!write(&ZoneSnapshot::compile(&zone), &mut bytes).unwrap());

@@ -33,8 +33,9 @@ struct Header {
 
 pub struct Images {
     dir: PathBuf,
-    /// This binary: its version, size and modification time. A rebuilt or upgraded binary may
-    /// compile differently, so it does not trust images written by another.
+    /// This binary: the linker's build ID (a hash of its contents), else its version, size and
+    /// modification time. A rebuilt or upgraded binary may compile differently, so it does not
+    /// trust images written by another.
     build: Vec<u8>,
     /// The revision each zone's image was last written or read at; held through a save, so
     /// saves never overlap.
@@ -45,20 +46,28 @@ impl Images {
     /// Images under `dir`, created if missing.
     pub fn open(dir: PathBuf) -> std::io::Result<Images> {
         std::fs::create_dir_all(&dir)?;
-        let exe = std::fs::metadata(std::env::current_exe()?)?;
-        let modified = exe
-            .modified()?
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        let build = format!(
-            "{} {} {}",
-            env!("CARGO_PKG_VERSION"),
-            exe.len(),
-            modified.as_nanos()
-        );
+        let exe = std::env::current_exe()?;
+        let build = match elf_build_id(&exe) {
+            Some(id) => [b"gnu-build-id ".as_slice(), &id].concat(),
+            None => {
+                // Without a linker build ID: the version, size and mtime of the binary.
+                let meta = std::fs::metadata(&exe)?;
+                let modified = meta
+                    .modified()?
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                format!(
+                    "{} {} {}",
+                    env!("CARGO_PKG_VERSION"),
+                    meta.len(),
+                    modified.as_nanos()
+                )
+                .into_bytes()
+            }
+        };
         Ok(Images {
             dir,
-            build: build.into_bytes(),
+            build,
             saved: Default::default(),
         })
     }
@@ -195,6 +204,59 @@ impl Images {
     }
 }
 
+/// The GNU build ID note of a 64-bit little-endian ELF file: the linker's hash of the binary.
+fn elf_build_id(path: &std::path::Path) -> Option<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    const PT_NOTE: u32 = 4;
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut header = [0u8; 64];
+    file.read_exact(&mut header).ok()?;
+    if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (phoff, phentsize, phnum) = (
+        u64_at(&header, 0x20),
+        u16_at(&header, 0x36) as usize,
+        u16_at(&header, 0x38) as usize,
+    );
+    if phentsize < 56 || phnum > 256 {
+        return None;
+    }
+    let mut table = vec![0u8; phentsize * phnum];
+    file.seek(SeekFrom::Start(phoff)).ok()?;
+    file.read_exact(&mut table).ok()?;
+    for entry in table.chunks_exact(phentsize) {
+        let (offset, size) = (u64_at(entry, 8), u64_at(entry, 32));
+        if u32_at(entry, 0) != PT_NOTE || size > 1 << 16 {
+            continue;
+        }
+        let mut notes = vec![0u8; size as usize];
+        file.seek(SeekFrom::Start(offset)).ok()?;
+        file.read_exact(&mut notes).ok()?;
+        let mut at = 0;
+        while at + 12 <= notes.len() {
+            let name_len = u32_at(&notes, at) as usize;
+            let desc_len = u32_at(&notes, at + 4) as usize;
+            let kind = u32_at(&notes, at + 8);
+            let name = at + 12;
+            let desc = name + name_len.next_multiple_of(4);
+            let end = desc.checked_add(desc_len.next_multiple_of(4))?;
+            if end > notes.len() {
+                break;
+            }
+            if kind == NT_GNU_BUILD_ID && notes[name..name + name_len] == *b"GNU\0" {
+                return Some(notes[desc..desc + desc_len].to_vec());
+            }
+            at = end;
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +274,26 @@ mod tests {
             build: build.as_bytes().to_vec(),
             saved: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_build_is_the_linker_build_id() {
+        let exe = std::env::current_exe().unwrap();
+        let id = elf_build_id(&exe).expect("the test binary has a build ID");
+        assert!(id.len() >= 8, "{id:?}");
+        let readelf = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&exe)
+            .output();
+        if let Ok(out) = readelf {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            assert!(
+                text.contains(&format!("Build ID: {hex}")),
+                "{hex} not in {text}"
+            );
+        }
+        assert_eq!(elf_build_id(std::path::Path::new("/etc/hostname")), None);
     }
 
     #[test]

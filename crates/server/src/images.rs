@@ -131,9 +131,8 @@ impl Images {
         if found != self.header(&expected) {
             return Err(format!("{}: the header is damaged", path.display()));
         }
-        let zone =
-            model::snapshot::image::read(std::io::BufReader::new(file), len - prefix.len() as u64)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+        let zone = model::snapshot::image::read(file, len - prefix.len() as u64)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         if zone.apex != apex.to_lowercase() {
             return Err(format!("{}: the image is of {}", path.display(), zone.apex));
         }

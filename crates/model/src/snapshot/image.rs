@@ -6,7 +6,7 @@
 //! never a panic or an index that points outside its arrays. Zones with load balancers have no
 //! image: their compile depends on the PoP, which is not the zone's.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use smallvec::SmallVec;
 
@@ -79,13 +79,31 @@ pub fn write(zone: &ZoneSnapshot, out: impl Write) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Reads an image that `write` wrote; `len` is how many bytes `input` holds, so that no count
-/// read from a damaged image can ask for more memory than that.
-pub fn read(input: impl Read, len: u64) -> Result<ZoneSnapshot, ImageError> {
+/// Reads an image that `write` wrote, from `input`'s position on; `len` is how many bytes it
+/// holds from there. The checksum is verified in a first pass, so that no count read from a
+/// damaged image can ask for memory; each count is also bounded by `len`.
+pub fn read(mut input: impl Read + Seek, len: u64) -> Result<ZoneSnapshot, ImageError> {
+    let start = input.stream_position()?;
+    let body = len.checked_sub(4).ok_or(ImageError::Damaged("too short"))?;
+    let mut crc = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut left = body;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        input.read_exact(&mut buf[..n])?;
+        crc.update(&buf[..n]);
+        left -= n as u64;
+    }
+    let mut stored = [0u8; 4];
+    input.read_exact(&mut stored)?;
+    if u32::from_le_bytes(stored) != crc.finalize() {
+        return Err(ImageError::Damaged("checksum mismatch"));
+    }
+    input.seek(SeekFrom::Start(start))?;
     let mut input = In {
         inner: io::BufReader::with_capacity(1 << 16, input),
         crc: crc32fast::Hasher::new(),
-        left: len.checked_sub(4).ok_or(ImageError::Damaged("too short"))?,
+        left: body,
         scratch: vec![0; 65535],
     };
     let apex = input.name()?;
@@ -149,7 +167,7 @@ pub fn read(input: impl Read, len: u64) -> Result<ZoneSnapshot, ImageError> {
         return Err(ImageError::Damaged("bytes after the end"));
     }
     if u32::from_le_bytes(stored) != computed {
-        return Err(ImageError::Damaged("checksum mismatch"));
+        return Err(ImageError::Damaged("changed while it was read"));
     }
     let index = NodeIndex {
         names,
@@ -477,7 +495,7 @@ alias    3600 IN CNAME www
         assert!(compiled.nodes.rrsets.iter().any(|r| r.steered.is_some()));
         assert!(!compiled.nodes.extras.is_empty(), "MX and NS additionals");
         let bytes = image(&compiled);
-        let read = read(&bytes[..], bytes.len() as u64).unwrap();
+        let read = read(io::Cursor::new(&bytes[..]), bytes.len() as u64).unwrap();
         assert_eq!(format!("{read:?}"), format!("{compiled:?}"));
         // The slot table was read, not rebuilt: the same seed finds every name.
         for index in 0..compiled.nodes.nodes.len() {
@@ -501,17 +519,20 @@ alias    3600 IN CNAME www
     fn a_damaged_or_short_image_is_an_error() {
         let bytes = image(&ZoneSnapshot::compile(&zone()));
         for len in 0..bytes.len() {
-            assert!(read(&bytes[..len], len as u64).is_err(), "cut at {len}");
+            assert!(
+                read(io::Cursor::new(&bytes[..len]), len as u64).is_err(),
+                "cut at {len}"
+            );
         }
         // The length the caller gives bounds every count.
-        assert!(read(&bytes[..], bytes.len() as u64 - 1).is_err());
-        assert!(read(&bytes[..], bytes.len() as u64 + 1).is_err());
+        assert!(read(io::Cursor::new(&bytes[..]), bytes.len() as u64 - 1).is_err());
+        assert!(read(io::Cursor::new(&bytes[..]), bytes.len() as u64 + 1).is_err());
         for at in 0..bytes.len() {
             for bit in [0x01, 0x80] {
                 let mut damaged = bytes.clone();
                 damaged[at] ^= bit;
                 assert!(
-                    read(&damaged[..], damaged.len() as u64).is_err(),
+                    read(io::Cursor::new(&damaged[..]), damaged.len() as u64).is_err(),
                     "bit {bit:#x} of byte {at}"
                 );
             }
@@ -527,7 +548,7 @@ alias    3600 IN CNAME www
         bad.nodes.nodes = nodes.into_boxed_slice();
         let bytes = image(&bad);
         assert!(matches!(
-            read(&bytes[..], bytes.len() as u64),
+            read(io::Cursor::new(&bytes[..]), bytes.len() as u64),
             Err(ImageError::Damaged("a node points outside the image"))
         ));
         let mut bad = compiled.clone();
@@ -536,7 +557,7 @@ alias    3600 IN CNAME www
         bad.nodes.slots = slots.into_boxed_slice();
         let bytes = image(&bad);
         assert!(matches!(
-            read(&bytes[..], bytes.len() as u64),
+            read(io::Cursor::new(&bytes[..]), bytes.len() as u64),
             Err(ImageError::Damaged("the slot table has no end"))
         ));
         let mut bad = compiled;
@@ -546,7 +567,7 @@ alias    3600 IN CNAME www
         bad.nodes.slots = slots.into_boxed_slice();
         let bytes = image(&bad);
         assert!(matches!(
-            read(&bytes[..], bytes.len() as u64),
+            read(io::Cursor::new(&bytes[..]), bytes.len() as u64),
             Err(ImageError::Damaged("a slot points outside the nodes"))
         ));
     }

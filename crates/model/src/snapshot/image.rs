@@ -2,8 +2,9 @@
 //!
 //! The image holds [`ZoneSnapshot`]'s arrays as they are, slot table and hash seed included,
 //! so reading one hashes nothing. Everything is little-endian and bounded by the length the
-//! caller says the input has; a CRC-32 of all of it comes last. A damaged image is an error,
-//! never a panic or an index that points outside its arrays. Zones with load balancers have no
+//! caller says the input has; a CRC-32 of all of it comes last and is verified before anything
+//! is parsed. A damaged image is an error, never a panic or an index that points outside its
+//! arrays. Zones with load balancers have no
 //! image: their compile depends on the PoP, which is not the zone's.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};

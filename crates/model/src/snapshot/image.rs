@@ -381,7 +381,7 @@ impl<R: Read> In<R> {
         let rtype = Rtype::from_int(self.u16()?);
         let ttl = self.u32()?;
         let count = self.count32(2)?;
-        let mut rdatas = SmallVec::with_capacity(count);
+        let mut rdatas: SmallVec<[Rdata; 1]> = SmallVec::with_capacity(count);
         let mut wire = std::mem::take(&mut self.scratch);
         for _ in 0..count {
             let len = self.u16()? as usize;
@@ -389,6 +389,17 @@ impl<R: Read> In<R> {
             rdatas.push(Rdata::new(&wire[..len]));
         }
         self.scratch = wire;
+        // Answers parse the names inside these (for compression and CNAME chains); the rest
+        // is copied as it is.
+        if matches!(
+            rtype,
+            Rtype::NS | Rtype::CNAME | Rtype::PTR | Rtype::MX | Rtype::SOA
+        ) && rdatas
+            .iter()
+            .any(|rdata| Rdata::from_wire(rtype, rdata.as_wire()).is_err())
+        {
+            return Err(ImageError::Damaged("malformed record data"));
+        }
         let [steered] = self.array()?;
         let steered = match steered {
             0 => None,

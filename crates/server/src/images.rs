@@ -107,30 +107,28 @@ impl Images {
             .metadata()
             .map_err(|e| format!("{}: {e}", path.display()))?
             .len();
-        let mut expected = Header {
+        // Magic, build, zone id and revision must be this build's and the zone's current ones;
+        // then come the record count and the steering flag, and the header's CRC over it all.
+        let prefix = self.header(&Header {
             zone_id,
             revision,
             record_count: 0,
             steered: false,
-        };
-        // The count and the steering flag are what the file says; the rest must match. The
-        // header's own checksum covers both.
-        let prefix = self.header(&expected);
+        });
         let mut found = vec![0u8; prefix.len()];
         if len < prefix.len() as u64 || file.read_exact(&mut found).is_err() {
             return Ok(None);
         }
-        // Magic, build, zone id and revision: another build's image, or one of this zone at
-        // another revision, is not used.
         let fixed = prefix.len() - 13;
         if found[..fixed] != prefix[..fixed] {
             return Ok(None);
         }
-        expected.record_count = u64::from_le_bytes(found[fixed..fixed + 8].try_into().unwrap());
-        expected.steered = found[fixed + 8] == 1;
-        if found != self.header(&expected) {
+        let (fields, crc) = found.split_at(prefix.len() - 4);
+        if crc32fast::hash(fields).to_le_bytes() != crc || fields[fixed + 8] > 1 {
             return Err(format!("{}: the header is damaged", path.display()));
         }
+        let record_count = u64::from_le_bytes(fields[fixed..fixed + 8].try_into().unwrap());
+        let steered = fields[fixed + 8] == 1;
         let zone = model::snapshot::image::read(file, len - prefix.len() as u64)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         if zone.apex != apex.to_lowercase() {
@@ -138,8 +136,8 @@ impl Images {
         }
         Ok(Some(Loaded {
             zone,
-            record_count: expected.record_count as usize,
-            steered: expected.steered,
+            record_count: record_count as usize,
+            steered,
         }))
     }
 

@@ -302,9 +302,6 @@ impl Manager {
         let (Some(images), Some(revision)) = (images, store.revision(zone.id)) else {
             return Ok(None);
         };
-        if !zone.load_balancers.is_empty() {
-            return Ok(None);
-        }
         let (id, apex, reader) = (zone.id, zone.name.clone(), images.clone());
         let read = tokio::task::spawn_blocking(move || reader.read(id, revision, &apex))
             .await

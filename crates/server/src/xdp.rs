@@ -19,6 +19,13 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use libc::{
+    AF_XDP, SOL_XDP, XDP_MMAP_OFFSETS, XDP_OPTIONS, XDP_OPTIONS_ZEROCOPY, XDP_PGOFF_RX_RING,
+    XDP_PGOFF_TX_RING, XDP_RING_NEED_WAKEUP, XDP_RX_RING, XDP_TX_RING, XDP_UMEM_COMPLETION_RING,
+    XDP_UMEM_FILL_RING, XDP_UMEM_PGOFF_COMPLETION_RING, XDP_UMEM_PGOFF_FILL_RING, XDP_UMEM_REG,
+    XDP_USE_NEED_WAKEUP, xdp_desc as Desc, xdp_mmap_offsets, xdp_ring_offset,
+};
+
 use crate::dns::{DnsShared, Xorshift, answer_udp};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
@@ -30,23 +37,6 @@ const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
 const XDP_PASS: i32 = 2;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
-
-const AF_XDP: libc::c_int = 44;
-const SOL_XDP: libc::c_int = 283;
-const XDP_MMAP_OFFSETS: libc::c_int = 1;
-const XDP_RX_RING: libc::c_int = 2;
-const XDP_TX_RING: libc::c_int = 3;
-const XDP_UMEM_REG: libc::c_int = 4;
-const XDP_UMEM_FILL_RING: libc::c_int = 5;
-const XDP_UMEM_COMPLETION_RING: libc::c_int = 6;
-const XDP_OPTIONS: libc::c_int = 8;
-const XDP_OPTIONS_ZEROCOPY: u32 = 1;
-const XDP_USE_NEED_WAKEUP: u16 = 1 << 3;
-const XDP_RING_NEED_WAKEUP: u32 = 1;
-const XDP_PGOFF_RX_RING: libc::off_t = 0;
-const XDP_PGOFF_TX_RING: libc::off_t = 0x8000_0000;
-const XDP_UMEM_PGOFF_FILL_RING: libc::off_t = 0x1_0000_0000;
-const XDP_UMEM_PGOFF_COMPLETION_RING: libc::off_t = 0x1_8000_0000;
 
 /// Frames per socket, and the size of each of its four rings: every frame fits in any ring, so
 /// no ring can overflow. 1024 frames of 2 KiB: 2 MiB per receive queue.
@@ -460,27 +450,8 @@ struct Ring<T> {
 // SAFETY: see Mapping; the ring is used by the one worker that owns its socket.
 unsafe impl<T> Send for Ring<T> {}
 
-/// `struct xdp_desc`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Desc {
-    addr: u64,
-    len: u32,
-    options: u32,
-}
-
-/// `struct xdp_ring_offset`.
-#[derive(Clone, Copy, Default)]
-#[repr(C)]
-struct RingOffsets {
-    producer: u64,
-    consumer: u64,
-    desc: u64,
-    flags: u64,
-}
-
 impl<T> Ring<T> {
-    fn map(fd: RawFd, offsets: RingOffsets, pgoff: libc::off_t) -> io::Result<Ring<T>> {
+    fn map(fd: RawFd, offsets: xdp_ring_offset, pgoff: libc::off_t) -> io::Result<Ring<T>> {
         let len = offsets.desc as usize + FRAMES as usize * size_of::<T>();
         let mapping = Mapping::new(len, fd, pgoff)?;
         let at = |off: u64| {
@@ -550,12 +521,15 @@ impl XskSocket {
                 Ok(())
             }
         };
-        // struct xdp_umem_reg: addr, len, chunk_size, headroom, flags, tx_metadata_len.
-        let mut reg = [0u8; 32];
-        reg[0..8].copy_from_slice(&(umem.ptr as u64).to_ne_bytes());
-        reg[8..16].copy_from_slice(&(umem.len as u64).to_ne_bytes());
-        reg[16..20].copy_from_slice(&FRAME_SIZE.to_ne_bytes());
-        set(XDP_UMEM_REG, reg.as_ptr().cast(), reg.len())?;
+        let reg = libc::xdp_umem_reg {
+            addr: umem.ptr as u64,
+            len: umem.len as u64,
+            chunk_size: FRAME_SIZE,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        set(XDP_UMEM_REG, (&raw const reg).cast(), size_of_val(&reg))?;
         for option in [
             XDP_UMEM_FILL_RING,
             XDP_UMEM_COMPLETION_RING,
@@ -565,7 +539,8 @@ impl XskSocket {
             let size = FRAMES;
             set(option, (&raw const size).cast(), 4)?;
         }
-        let mut offsets = [RingOffsets::default(); 4];
+        // SAFETY: plain old data, all zeros until the kernel fills it in.
+        let mut offsets: xdp_mmap_offsets = unsafe { std::mem::zeroed() };
         let mut len = size_of_val(&offsets) as libc::socklen_t;
         // SAFETY: `offsets` is a writable `struct xdp_mmap_offsets` of `len` bytes.
         if unsafe {
@@ -573,19 +548,22 @@ impl XskSocket {
                 raw,
                 SOL_XDP,
                 XDP_MMAP_OFFSETS,
-                offsets.as_mut_ptr().cast(),
+                (&raw mut offsets).cast(),
                 &mut len,
             )
         } < 0
         {
             return Err(io::Error::last_os_error());
         }
-        let [rx, tx, fill, completion] = offsets;
         let socket = XskSocket {
-            rx: Ring::map(raw, rx, XDP_PGOFF_RX_RING)?,
-            tx: Ring::map(raw, tx, XDP_PGOFF_TX_RING)?,
-            fill: Ring::map(raw, fill, XDP_UMEM_PGOFF_FILL_RING)?,
-            completion: Ring::map(raw, completion, XDP_UMEM_PGOFF_COMPLETION_RING)?,
+            rx: Ring::map(raw, offsets.rx, XDP_PGOFF_RX_RING)?,
+            tx: Ring::map(raw, offsets.tx, XDP_PGOFF_TX_RING)?,
+            fill: Ring::map(raw, offsets.fr, XDP_UMEM_PGOFF_FILL_RING as libc::off_t)?,
+            completion: Ring::map(
+                raw,
+                offsets.cr,
+                XDP_UMEM_PGOFF_COMPLETION_RING as libc::off_t,
+            )?,
             umem,
             fd,
             zero_copy: false,
@@ -597,14 +575,16 @@ impl XskSocket {
         }
         socket.fill.producer().store(FRAMES, Ordering::Release);
 
-        // struct sockaddr_xdp: family, flags, ifindex, queue id, shared umem fd.
-        let mut addr = [0u8; 16];
-        addr[0..2].copy_from_slice(&(AF_XDP as u16).to_ne_bytes());
-        addr[2..4].copy_from_slice(&XDP_USE_NEED_WAKEUP.to_ne_bytes());
-        addr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
-        addr[8..12].copy_from_slice(&queue.to_ne_bytes());
+        let addr = libc::sockaddr_xdp {
+            sxdp_family: AF_XDP as u16,
+            sxdp_flags: XDP_USE_NEED_WAKEUP,
+            sxdp_ifindex: ifindex,
+            sxdp_queue_id: queue,
+            sxdp_shared_umem_fd: 0,
+        };
+        let addr_len = size_of_val(&addr) as libc::socklen_t;
         // SAFETY: `addr` is a complete sockaddr_xdp.
-        if unsafe { libc::bind(raw, addr.as_ptr().cast(), addr.len() as libc::socklen_t) } < 0 {
+        if unsafe { libc::bind(raw, (&raw const addr).cast(), addr_len) } < 0 {
             return Err(io::Error::last_os_error());
         }
         let mut options = 0u32;

@@ -2,8 +2,10 @@
 //! before; an image that is stale (the database changed behind dnz's back), damaged or of a
 //! zone with load balancers is not used, and the zone is compiled from the store instead.
 
+use std::io::Read;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use domain::base::iana::Rtype;
 use test_support::{DnzServer, QueryOptions, query, require_program};
@@ -196,4 +198,56 @@ fn an_image_is_not_used_once_the_database_changed_behind_dnz() {
     assert_eq!(www.answer.len(), 1, "{www:?}");
     assert!(www.answer[0].ends_with("192.0.2.81"), "{www:?}");
     assert!(server.stop().success());
+}
+
+/// Record data whose name holds a compression pointer (written by hand: dnz writes names
+/// whole) is refused when the zone is read, by name, instead of being served; the answer path
+/// reads such names label by label.
+#[test]
+fn a_compressed_name_written_into_the_database_is_refused_at_start() {
+    let Some(sqlite3) = require_program("sqlite3") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = DnzServer::start_in(dir.path(), &[]);
+    fill(&server);
+    assert!(server.stop().success());
+    // MX 10 "mail", a label of length 1, then a pointer to the preference's zero byte.
+    let edit = Command::new(&sqlite3)
+        .arg(dir.path().join("dnz.db"))
+        .arg("UPDATE records SET rdata = X'000A056D61696C01C000' WHERE rtype = 15")
+        .status()
+        .unwrap();
+    assert!(edit.success());
+    let mut child = Command::new(test_support::server::dnz_binary())
+        .args(["serve", "--dns", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("dnz served a zone with a compressed name in its data");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(!status.success());
+    assert!(
+        stderr.contains("bad MX data") && stderr.contains("compressed name"),
+        "{stderr}"
+    );
 }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use bytes::Bytes;
 use domain::base::ParseRecordData;
 use domain::base::name::{Name, ParsedName};
+use domain::base::rdata::ComposeRecordData;
 use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
 use domain::rdata::ZoneRecordData;
 use domain::zonefile::inplace::{Entry, Zonefile};
@@ -181,8 +182,23 @@ impl Rdata {
         }
         let mut parser = Parser::from_ref(self.as_wire());
         match ZoneRecordData::<&[u8], ParsedName<&[u8]>>::parse_rdata(rtype, &mut parser) {
-            Ok(Some(_)) if parser.remaining() == 0 => Ok(()),
-            Ok(Some(_)) => Err("trailing bytes".into()),
+            Ok(Some(_)) if parser.remaining() != 0 => Err("trailing bytes".into()),
+            // No names in these: nothing to write back (and most records are of them).
+            Ok(Some(_)) if matches!(rtype, Rtype::A | Rtype::AAAA | Rtype::TXT) => Ok(()),
+            // The parser follows compression pointers, as in a message; in record data on its
+            // own a pointer has nothing to point at (it would point into the data itself), and
+            // the answer path reads names here label by label. Written back, every name comes
+            // out uncompressed, so data that does not come back the same held a pointer.
+            Ok(Some(data)) => {
+                let mut again = Vec::with_capacity(self.as_wire().len());
+                data.compose_rdata(&mut again)
+                    .map_err(|_| "data too long".to_string())?;
+                if again == self.as_wire() {
+                    Ok(())
+                } else {
+                    Err("compressed name".into())
+                }
+            }
             Ok(None) => Err("not record data".into()),
             Err(e) => Err(e.to_string()),
         }
@@ -295,6 +311,48 @@ mod tests {
             "0 5 5060 sip",
             expect!["0 5 5060 sip.example.com. | 0000000513c403736970076578616d706c6503636f6d00"],
         );
+    }
+
+    /// Names in stored or transferred data must be whole: a pointer would be followed by the
+    /// parser but read as a label by the answer path (found by fuzzing the zone image).
+    #[test]
+    fn a_compressed_name_in_wire_data_is_refused() {
+        let compressed: [(Rtype, &[u8]); 4] = [
+            // preference 10, "mail", then a label of length 1 and a pointer to offset 0
+            (Rtype::MX, b"\x00\x0a\x05mail\x01\xc0\x00"),
+            // a label "\0b", then a pointer to its zero byte
+            (Rtype::CNAME, b"\x02\x00b\xc0\x01"),
+            (Rtype::NS, b"\x02\x00b\xc0\x01"),
+            (
+                Rtype::SOA,
+                b"\x01a\x00\x01b\xc0\x02\0\0\0\x07\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+            ),
+        ];
+        for (rtype, wire) in compressed {
+            let err = Rdata::from_wire(rtype, wire).map(|_| ()).unwrap_err();
+            assert!(
+                err.to_string().contains("compressed name"),
+                "{rtype}: {err}"
+            );
+        }
+        // The same names whole, in any case, and data of other types come back as they went in.
+        for (rtype, text) in [
+            ("MX", "10 Mail.Example.com."),
+            ("SOA", "ns1 hostmaster 7 3600 600 86400 300"),
+            ("SRV", "0 5 5060 sip"),
+            ("TXT", "\"a\" \"b c\""),
+            ("CAA", "0 issue \"ca.example\""),
+            ("HTTPS", "1 . alpn=h2,h3 port=8443"),
+            ("TYPE65534", "\\# 3 010203"),
+        ] {
+            let rtype = parse_rtype(rtype).unwrap();
+            let origin = Dname::parse_absolute("example.com").unwrap();
+            let rdata = Rdata::parse(rtype, text, &origin).unwrap();
+            assert!(
+                Rdata::from_wire(rtype, rdata.as_wire()).is_ok(),
+                "{rtype} {text}"
+            );
+        }
     }
 
     #[test]

@@ -561,6 +561,42 @@ alias    3600 IN CNAME www
         }
     }
 
+    /// Found while writing the `image` fuzz target: MX data `0 10 \x05mail\x01 \xc0\x00`
+    /// parses as a name (`mail\x01.`, the pointer to the zero byte of the preference), and the
+    /// answer path panicked slicing a 192-byte "label" from the pointer. `Rdata::from_wire`
+    /// refuses such data now; this checks that an image holding it is refused too.
+    #[test]
+    fn a_compressed_name_in_record_data_is_refused_even_with_a_good_checksum() {
+        let compressed: [(Rtype, &[u8]); 3] = [
+            (Rtype::MX, b"\x00\x0a\x05mail\x01\xc0\x00"),
+            (Rtype::CNAME, b"\x02\x00b\xc0\x01"),
+            (
+                Rtype::SOA,
+                b"\x01a\x00\x01b\xc0\x02\0\0\0\x07\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+            ),
+        ];
+        for (rtype, wire) in compressed {
+            let mut bad = ZoneSnapshot::compile(&zone());
+            let mut rrsets = bad.nodes.rrsets.to_vec();
+            let at = rrsets.iter().position(|r| r.rtype == Rtype::MX).unwrap();
+            rrsets[at].rtype = rtype;
+            rrsets[at].rdatas[0] = Rdata::new(wire);
+            bad.nodes.rrsets = rrsets.into_boxed_slice();
+            let bytes = image(&bad);
+            assert!(
+                matches!(
+                    read(io::Cursor::new(&bytes[..]), bytes.len() as u64),
+                    Err(ImageError::Damaged("malformed record data"))
+                ),
+                "{rtype}"
+            );
+        }
+        // The zone's own, uncompressed data reads.
+        let good = ZoneSnapshot::compile(&zone());
+        let bytes = image(&good);
+        assert!(read(io::Cursor::new(&bytes[..]), bytes.len() as u64).is_ok());
+    }
+
     #[test]
     fn indexes_outside_the_arrays_are_refused_even_with_a_good_checksum() {
         let compiled = ZoneSnapshot::compile(&zone());

@@ -161,11 +161,13 @@ fn write_rrset(
         write_rdata(out, rtype, rdata, comp);
         let rdlen = (out.len() - len_at - 2) as u16;
         out[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
-    }
-    if out.len() > limit {
-        out.truncate(mark);
-        comp.offsets.truncate(comp_mark);
-        return None;
+        // Checked per record: a huge RRset stops at the limit, so neither the buffer nor the
+        // count grows with it (a record takes at least 11 bytes, the limit is under 64 KiB).
+        if out.len() > limit {
+            out.truncate(mark);
+            comp.offsets.truncate(comp_mark);
+            return None;
+        }
     }
     Some(written)
 }

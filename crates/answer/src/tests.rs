@@ -237,6 +237,40 @@ fn too_large_for_udp_sets_tc_and_tcp_gets_it_all() {
     assert_eq!(tcp.answer.len(), 7);
 }
 
+/// An RRset of 70,000 addresses fits no response, not even over TCP: it is refused whole (TC
+/// set), the record count never passes 65,535 (found by fuzzing the zone image) and the buffer
+/// stops growing at the size limit instead of holding the whole RRset first.
+#[test]
+fn an_rrset_larger_than_any_message_is_truncated_without_growing_the_buffer() {
+    let mut text = String::from(
+        "$ORIGIN example.com.\n@ 3600 IN SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ 3600 IN NS ns1\n",
+    );
+    for i in 0..70_000u32 {
+        let [_, a, b, c] = i.to_be_bytes();
+        text.push_str(&format!("huge 60 IN A 10.{a}.{b}.{c}\n"));
+    }
+    let origin = Dname::parse_absolute("example.com").unwrap();
+    let zone = model::zonefile::parse(&text, &origin, 3600).expect("zone parses");
+    let zone = ZoneSnapshot::compile(&zone.into_zone(origin).expect("SOA"));
+    let snapshot = Snapshot::empty().with_zone(Arc::new(zone));
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let mut out = Vec::with_capacity(4096);
+        let question = packet("huge.example.com", Rtype::A, Some(1232));
+        assert!(matches!(
+            respond(&snapshot, &question, transport, &mut out),
+            Outcome::Respond { .. }
+        ));
+        let message = Message::from_slice(&out[..]).expect("response parses");
+        assert!(message.header().tc(), "{transport:?}");
+        assert_eq!(message.header_counts().ancount(), 0, "{transport:?}");
+        assert!(
+            out.capacity() <= 2 * 65_536,
+            "{transport:?}: {}",
+            out.capacity()
+        );
+    }
+}
+
 #[test]
 fn any_gets_one_rrset_over_udp_and_tcp() {
     for transport in [Transport::Udp, Transport::Tcp] {

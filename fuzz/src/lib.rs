@@ -1,13 +1,16 @@
-//! The shared body of the query-parser fuzz target and its stable-toolchain replayer: one
+//! The shared body of the fuzz targets and their stable-toolchain replayer. `query`: one
 //! snapshot built once, and a check that runs a packet through `answer::respond` over UDP and
-//! TCP and asserts the response is sane.
+//! TCP and asserts the response is sane. `image`: an input read as a zone image, and every zone
+//! read answering a fixed set of queries through the same check.
 
+use std::io::Cursor;
 use std::sync::Arc;
 
 use answer::{Outcome, Transport};
 use domain::base::Message;
-use model::snapshot::Chaos;
-use model::{Dname, Snapshot, ZoneConfig, ZoneSnapshot};
+use model::snapshot::{Chaos, image};
+use model::steering::{SteeringSpec, Validate as _};
+use model::{Dname, Rtype, Snapshot, ZoneConfig, ZoneSnapshot};
 
 /// A small zone touching every answer path: apex data, A/AAAA, CNAME chains and a loop, a
 /// wildcard, an empty non-terminal, a delegation with glue, MX/SRV additionals, big TXT sets
@@ -62,11 +65,11 @@ $TTL 60
 x   IN A   192.0.2.200
 "#;
 
-fn compile(origin: &str, text: &str) -> Arc<ZoneSnapshot> {
+fn zone_config(origin: &str, text: &str) -> ZoneConfig {
     let name = Dname::parse_absolute(origin).expect("zone name");
     let parsed = model::zonefile::parse(text, &name, 300).expect("fuzz zone parses");
     let (soa, default_ttl) = parsed.soa.expect("fuzz zone has an SOA");
-    let zone = ZoneConfig {
+    ZoneConfig {
         id: 1,
         name,
         soa,
@@ -74,30 +77,52 @@ fn compile(origin: &str, text: &str) -> Arc<ZoneSnapshot> {
         records: parsed.records,
         pools: Vec::new(),
         load_balancers: Vec::new(),
-    };
+    }
+}
+
+fn compile_config(zone: &ZoneConfig) -> Arc<ZoneSnapshot> {
     let errors = zone.validate(&|_| String::new());
     assert!(errors.is_empty(), "fuzz zone is invalid: {errors:?}");
-    Arc::new(ZoneSnapshot::compile(&zone))
+    Arc::new(ZoneSnapshot::compile(zone))
+}
+
+fn compile(origin: &str, text: &str) -> Arc<ZoneSnapshot> {
+    compile_config(&zone_config(origin, text))
+}
+
+fn main_zone() -> Arc<ZoneSnapshot> {
+    compile("example.com", &format!("{ZONE}{}", big_txt()))
 }
 
 /// The snapshot every input is answered from.
 pub fn snapshot() -> Snapshot {
-    let main = format!("{ZONE}{}", big_txt());
     Snapshot::empty()
-        .with_zone(compile("example.com", &main))
+        .with_zone(main_zone())
         .with_zone(compile("deep.example.com", SUB_ZONE))
         .with_chaos(Arc::new(Chaos::new(Some("dnz-fuzz"), Some("fuzz-1"))))
 }
 
 /// Answers `data` over UDP and TCP and checks both outcomes. Panics on anything wrong.
 pub fn check(snapshot: &Snapshot, data: &[u8], out: &mut Vec<u8>) {
+    check_transports(snapshot, data, out, false);
+}
+
+/// `check`; with `tcp_may_truncate`, TC over TCP is allowed (an image may hold an RRset that
+/// does not fit in 65535 bytes, as any zone may; the fuzz zone has none).
+fn check_transports(snapshot: &Snapshot, data: &[u8], out: &mut Vec<u8>, tcp_may_truncate: bool) {
     for transport in [Transport::Udp, Transport::Tcp] {
         let outcome = answer::respond(snapshot, data, transport, out);
-        check_one(data, transport, outcome, out);
+        check_one(data, transport, outcome, out, tcp_may_truncate);
     }
 }
 
-fn check_one(data: &[u8], transport: Transport, outcome: Outcome, out: &[u8]) {
+fn check_one(
+    data: &[u8],
+    transport: Transport,
+    outcome: Outcome,
+    out: &[u8],
+    tcp_may_truncate: bool,
+) {
     if outcome == Outcome::Drop {
         assert!(out.is_empty(), "a drop left {} bytes", out.len());
         // Only packets without a header, and responses, are dropped.
@@ -124,7 +149,7 @@ fn check_one(data: &[u8], transport: Transport, outcome: Outcome, out: &[u8]) {
     assert_eq!(out[3] & 0x80, 0, "RA set");
     if let Outcome::Respond { truncated, .. } = outcome {
         assert_eq!(out[2] & 0x02 != 0, truncated, "TC bit and outcome disagree");
-        if transport == Transport::Tcp {
+        if transport == Transport::Tcp && !tcp_may_truncate {
             assert!(!truncated, "truncated over TCP");
         }
     }
@@ -338,4 +363,255 @@ pub fn self_test(snapshot: &Snapshot) {
         "{out:02x?}"
     );
     check(snapshot, &query, &mut out);
+}
+
+/// A zone small enough that blind mutations of its image often land in a name or a count.
+const TINY_ZONE: &str = r#"$ORIGIN t.
+$TTL 60
+@    IN SOA ns hostmaster 1 3600 600 86400 60
+@    IN NS  ns
+@    IN MX  10 mail
+ns   IN A   192.0.2.1
+mail IN A   192.0.2.25
+c    IN CNAME mail
+"#;
+
+/// A zone with steered A records (countries, continents, weights, backup, checks).
+const STEERED_ZONE: &str = r#"$ORIGIN steer.test.
+$TTL 60
+@    IN SOA ns hostmaster 1 3600 600 86400 60
+@    IN NS  ns
+ns   IN A   192.0.2.1
+www  IN A   192.0.2.80
+www  IN A   192.0.2.81
+www  IN A   192.0.2.82
+www  IN AAAA 2001:db8::80
+"#;
+
+fn steered_zone() -> Arc<ZoneSnapshot> {
+    let mut zone = zone_config("steer.test", STEERED_ZONE);
+    let spec = |countries: &[&str], weight, check: bool| SteeringSpec {
+        countries: countries.iter().map(|c| c.to_string()).collect(),
+        continents: vec!["EU".into()],
+        weight,
+        backup: countries.is_empty(),
+        check: check.then(|| model::steering::CheckSpec {
+            kind: "tcp".into(),
+            port: Some(443),
+            ..Default::default()
+        }),
+    };
+    let steering = [
+        spec(&["ID", "SG"], Some(3), true),
+        spec(&["DE"], None, false),
+        spec(&[], Some(1), true),
+    ];
+    let www = zone
+        .records
+        .iter_mut()
+        .filter(|r| r.name.to_string().starts_with("www") && r.rtype == Rtype::A);
+    for (record, spec) in www.zip(steering) {
+        record.steering = Some(Box::new(spec.validate("").expect("steering")));
+    }
+    compile_config(&zone)
+}
+
+/// The body of a zone's image: what `image::write` writes without its CRC-32 trailer, which
+/// the image target appends to every input.
+fn image_body(zone: &ZoneSnapshot) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    assert!(
+        image::write(zone, &mut bytes).expect("write image"),
+        "no image"
+    );
+    bytes.truncate(bytes.len() - 4);
+    bytes
+}
+
+/// The image target's seeds (file name, image body): the query target's two zones, a tiny
+/// zone and a steered one. Hash seeds are random per compile, so each run writes other bytes.
+pub fn seed_images() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("example.com", image_body(&main_zone())),
+        (
+            "deep.example.com",
+            image_body(&compile("deep.example.com", SUB_ZONE)),
+        ),
+        ("t", image_body(&compile("t", TINY_ZONE))),
+        ("steer.test", image_body(&steered_zone())),
+    ]
+}
+
+/// Names asked under an image's apex, relative to it: the fuzz zone's names (which a mangled
+/// image of it may still hold), a wildcard's siblings, and names that exist nowhere.
+const IMAGE_NAMES: &[&str] = &[
+    "www",
+    "WwW",
+    "api",
+    "chain",
+    "out",
+    "loop1",
+    "x.dev",
+    "*.dev",
+    "c.ent",
+    "a.b.c.ent",
+    "sub",
+    "x.sub",
+    "ns.sub",
+    "ns1",
+    "ns",
+    "mail",
+    "c",
+    "_sip._udp",
+    "ptr",
+    "odd",
+    "big",
+    "many",
+    "x.deep",
+    "nope",
+];
+
+const IMAGE_TYPES: &[u16] = &[1, 28, 2, 5, 6, 15, 16, 33, 12, 255, 43, 999];
+
+/// Reads `body` followed by its CRC-32 as an image; when it reads, answers the image's own
+/// apex, the names in its SOA and apex NS/MX records, the names above under the apex and two
+/// names made from the input, every type of `IMAGE_TYPES`, over UDP and TCP, with and without
+/// EDNS, through the query target's check. Returns whether the image was read.
+pub fn check_image(body: &[u8], out: &mut Vec<u8>) -> bool {
+    let crc = crc32fast::hash(body);
+    let mut bytes = Vec::with_capacity(body.len() + 4);
+    bytes.extend_from_slice(body);
+    bytes.extend_from_slice(&crc.to_le_bytes());
+    let Ok(zone) = image::read(Cursor::new(&bytes[..]), bytes.len() as u64) else {
+        return false;
+    };
+    let names = image_names(&zone, crc);
+    let snapshot = Snapshot::empty().with_zone(Arc::new(zone));
+    let mut rng = Rng(u64::from(crc) | 1);
+    let mut query = Vec::with_capacity(300);
+    for name in &names {
+        for &qtype in IMAGE_TYPES {
+            query.clear();
+            let edns = match rng.below(3) {
+                0 => None,
+                1 => Some(1232),
+                _ => Some(65535),
+            };
+            push_query(&mut query, rng.next_u64() as u16, name, qtype, edns);
+            check_transports(&snapshot, &query, out, true);
+        }
+    }
+    true
+}
+
+/// The names `check_image` asks, in wire form.
+fn image_names(zone: &ZoneSnapshot, salt: u32) -> Vec<Vec<u8>> {
+    let apex = zone.apex.as_wire();
+    let mut names = vec![apex.to_vec()];
+    let mut under = |labels: &[&[u8]]| {
+        let mut wire = Vec::with_capacity(255);
+        for label in labels {
+            wire.push(label.len() as u8);
+            wire.extend_from_slice(label);
+        }
+        wire.extend_from_slice(apex);
+        if wire.len() <= 255 {
+            names.push(wire);
+        }
+    };
+    for name in IMAGE_NAMES {
+        let labels: Vec<&[u8]> = name.split('.').map(str::as_bytes).collect();
+        under(&labels);
+    }
+    let mut rng = Rng(u64::from(salt) << 1 | 1);
+    for _ in 0..2 {
+        let label: Vec<u8> = (0..1 + rng.below(8))
+            .map(|_| b"abcdefghijklmnopqrstuvwxyz0123456789-*"[rng.below(38)])
+            .collect();
+        under(&[&label]);
+    }
+    // Names the image itself holds: the SOA's, and the targets of the apex's NS and MX.
+    let mut targets = Vec::new();
+    for rdata in zone.soa.rdatas.iter() {
+        let wire = rdata.as_wire();
+        if let Some(mname) = model::name::wire_name_len(wire) {
+            targets.push(wire[..mname].to_vec());
+            if let Some(rname) = model::name::wire_name_len(&wire[mname..]) {
+                targets.push(wire[mname..mname + rname].to_vec());
+            }
+        }
+    }
+    if let Some(node) = zone.node(apex) {
+        for rtype in [Rtype::NS, Rtype::MX] {
+            for rdata in node.rrset(rtype).iter().flat_map(|r| r.rdatas.iter()) {
+                if let Some(target) = rdata.target(rtype) {
+                    targets.push(target.as_wire().to_vec());
+                }
+            }
+        }
+    }
+    targets.truncate(8);
+    names.extend(targets);
+    names
+}
+
+/// Appends a query for a wire name, with an OPT record of `edns` bytes when given.
+fn push_query(out: &mut Vec<u8>, id: u16, name: &[u8], qtype: u16, edns: Option<u16>) {
+    out.extend_from_slice(&id.to_be_bytes());
+    out.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, u8::from(edns.is_some())]);
+    out.extend_from_slice(name);
+    out.extend_from_slice(&qtype.to_be_bytes());
+    out.extend_from_slice(&1u16.to_be_bytes());
+    if let Some(size) = edns {
+        out.push(0);
+        out.extend_from_slice(&41u16.to_be_bytes());
+        out.extend_from_slice(&size.to_be_bytes());
+        out.extend_from_slice(&[0, 0, 0x80, 0, 0, 0]);
+    }
+}
+
+/// Checks that the seed images read back and answer, so that an image run that refuses every
+/// input, or reads zones that answer nothing, cannot pass unnoticed.
+pub fn image_self_test() {
+    let mut out = Vec::new();
+    for (name, body) in seed_images() {
+        assert!(check_image(&body, &mut out), "seed image {name} not read");
+    }
+    let (_, body) = seed_images().swap_remove(0);
+    let mut bytes = body.clone();
+    bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    let zone = image::read(Cursor::new(&bytes[..]), bytes.len() as u64).expect("seed image");
+    self_test(&Snapshot::empty().with_zone(Arc::new(zone)));
+}
+
+/// A mutation of a seed image for the replayer: 1 to 8 bytes changed (random values, bit
+/// flips, small numbers, compression pointers), and one time in eight each a cut or 1 to 16
+/// bytes inserted (which mostly only the length checks see).
+pub fn mutated_image(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+    let mut p = seeds[rng.below(seeds.len())].clone();
+    for _ in 0..1 + rng.below(8) {
+        let i = rng.below(p.len());
+        match rng.below(5) {
+            0 => p[i] = rng.byte(),
+            1 => p[i] ^= 1 << rng.below(8),
+            2 => p[i] = rng.below(4) as u8,
+            3 => p[i] = [0, 0x3f, 0x40, 0x7f, 0x80, 0xc0, 0xff][rng.below(7)],
+            _ if i + 1 < p.len() => {
+                // A compression pointer to near the start of some record data.
+                p[i] = 0xc0;
+                p[i + 1] = rng.below(32) as u8;
+            }
+            _ => {}
+        }
+    }
+    if rng.below(8) == 0 {
+        let keep = rng.below(p.len());
+        p.truncate(keep);
+    }
+    if rng.below(8) == 0 {
+        let i = rng.below(p.len() + 1);
+        let bytes: Vec<u8> = (0..1 + rng.below(16)).map(|_| rng.byte()).collect();
+        p.splice(i..i, bytes);
+    }
+    p
 }

@@ -1,9 +1,12 @@
-//! Runs the fuzz target's check on the stable toolchain.
+//! Runs the fuzz targets' checks on the stable toolchain.
 //!
 //! ```text
-//! replay <COUNT> [SEED]      COUNT random and mutated queries (default seed 1)
-//! replay <DIR or FILE>...    every file (recursively) as one input, e.g. a libFuzzer corpus
-//! replay --seeds <DIR>       writes the hand-made seed corpus to DIR
+//! replay <COUNT> [SEED]              COUNT random and mutated queries (default seed 1)
+//! replay <DIR or FILE>...            every file (recursively) as one query, e.g. a corpus
+//! replay --seeds <DIR>               writes the hand-made query seeds to DIR
+//! replay --image <COUNT> [SEED]      COUNT mutations of the seed images (default seed 1)
+//! replay --image <DIR or FILE>...    every file as an image body (the image target's input)
+//! replay --image --seeds <DIR>       writes the seed images to DIR
 //! ```
 //! A failing input is written to `replay-crash-<n>.bin` in the current directory before the
 //! panic is re-raised.
@@ -12,14 +15,25 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use dnz_fuzz::{Rng, check, random_input, self_test, snapshot, valid_query};
+use dnz_fuzz::{
+    Rng, check, check_image, image_self_test, mutated_image, random_input, seed_images, self_test,
+    snapshot, valid_query,
+};
 use model::Snapshot;
 
-fn run(snapshot: &Snapshot, data: &[u8], out: &mut Vec<u8>, index: u64) {
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| check(snapshot, data, out))) {
+/// Runs `check` on `data`; on a panic, saves `data` first.
+fn run(data: &[u8], index: u64, check: impl FnOnce()) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(check)) {
         let path = format!("replay-crash-{index}.bin");
         let _ = std::fs::write(&path, data);
-        eprintln!("input {index} failed; written to {path}: {data:02x?}");
+        if data.len() <= 512 {
+            eprintln!("input {index} failed; written to {path}: {data:02x?}");
+        } else {
+            eprintln!(
+                "input {index} failed; written to {path} ({} bytes)",
+                data.len()
+            );
+        }
         resume_unwind(panic);
     }
 }
@@ -49,42 +63,116 @@ fn write_seeds(dir: &Path) {
     println!("wrote 64 seeds to {}", dir.display());
 }
 
+fn write_image_seeds(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("create seed dir");
+    let seeds = seed_images();
+    for (name, body) in &seeds {
+        std::fs::write(dir.join(format!("{name}.img")), body).expect("write seed");
+    }
+    println!("wrote {} seed images to {}", seeds.len(), dir.display());
+}
+
+/// What each input is checked as.
+enum Target {
+    Query(Snapshot),
+    Image,
+}
+
+impl Target {
+    /// Checks one input; true when it was answered (query) or read (image).
+    fn check(&self, data: &[u8], out: &mut Vec<u8>, index: u64) -> bool {
+        match self {
+            Target::Query(snapshot) => {
+                run(data, index, || check(snapshot, data, out));
+                !out.is_empty()
+            }
+            Target::Image => {
+                let mut read = false;
+                run(data, index, || read = check_image(data, out));
+                read
+            }
+        }
+    }
+}
+
+/// The images that `--image <COUNT>` mutates: the files in `seeds/image`, so that a seed
+/// gives the same inputs on every run (a compile picks a random hash seed); freshly written
+/// ones when there are none.
+fn image_seeds() -> Vec<Vec<u8>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds/image");
+    let mut found = Vec::new();
+    if dir.is_dir() {
+        files(&dir, &mut found);
+    }
+    if found.is_empty() {
+        eprintln!("no seed images in {}; mutating new ones", dir.display());
+        return seed_images().into_iter().map(|(_, body)| body).collect();
+    }
+    found
+        .iter()
+        .map(|path| std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .collect()
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: replay [--image] <COUNT> [SEED] | replay [--image] <DIR or FILE>... | \
+         replay [--image] --seeds <DIR>"
+    );
+    std::process::exit(2);
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let image = args.first().map(String::as_str) == Some("--image");
+    if image {
+        args.remove(0);
+    }
     if args.first().map(String::as_str) == Some("--seeds") {
-        write_seeds(Path::new(args.get(1).map_or("seeds/query", String::as_str)));
+        let dir = args.get(1).map(String::as_str);
+        if image {
+            write_image_seeds(Path::new(dir.unwrap_or("seeds/image")));
+        } else {
+            write_seeds(Path::new(dir.unwrap_or("seeds/query")));
+        }
         return;
     }
-    let snapshot = snapshot();
-    self_test(&snapshot);
+    if args.is_empty() {
+        usage();
+    }
+    let target = if image {
+        image_self_test();
+        Target::Image
+    } else {
+        let snapshot = snapshot();
+        self_test(&snapshot);
+        Target::Query(snapshot)
+    };
+    let seeds = match target {
+        Target::Image => image_seeds(),
+        Target::Query(_) => Vec::new(),
+    };
     let mut out = Vec::with_capacity(65535);
     let started = Instant::now();
-    let (mut inputs, mut dropped, mut answered) = (0u64, 0u64, 0u64);
-    let mut count_one = |data: &[u8], out: &mut Vec<u8>, inputs: &mut u64| {
-        run(&snapshot, data, out, *inputs);
-        *inputs += 1;
-        if out.is_empty() {
-            dropped += 1;
-        } else {
-            answered += 1;
-        }
+    let (mut inputs, mut passed) = (0u64, 0u64);
+    let mut one = |data: &[u8]| {
+        passed += u64::from(target.check(data, &mut out, inputs));
+        inputs += 1;
     };
     match args.first().and_then(|a| a.parse::<u64>().ok()) {
         Some(count) => {
             let seed = args.get(1).and_then(|s| s.parse::<u64>().ok()).unwrap_or(1);
             let mut rng = Rng(seed.max(1));
             for _ in 0..count {
-                let data = random_input(&mut rng);
-                count_one(&data, &mut out, &mut inputs);
+                let data = if image {
+                    mutated_image(&mut rng, &seeds)
+                } else {
+                    random_input(&mut rng)
+                };
+                one(&data);
             }
         }
         None => {
-            if args.is_empty() {
-                eprintln!(
-                    "usage: replay <COUNT> [SEED] | replay <DIR or FILE>... | replay --seeds <DIR>"
-                );
-                std::process::exit(2);
-            }
             let mut found = Vec::new();
             for arg in &args {
                 files(Path::new(arg), &mut found);
@@ -92,12 +180,18 @@ fn main() {
             for path in found {
                 let data =
                     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                count_one(&data, &mut out, &mut inputs);
+                one(&data);
             }
         }
     }
+    let (yes, no) = if image {
+        ("read", "refused")
+    } else {
+        ("answered", "dropped")
+    };
     println!(
-        "{inputs} inputs ({answered} answered, {dropped} dropped) in {:.2?}, no failure",
+        "{inputs} inputs ({passed} {yes}, {} {no}) in {:.2?}, no failure",
+        inputs - passed,
         started.elapsed()
     );
 }

@@ -170,23 +170,32 @@ fn a_restart_reads_current_images_and_compiles_the_rest() {
     assert_eq!(image_files(dir.path()), Vec::<String>::new());
 }
 
-#[test]
-fn an_image_is_not_used_once_the_database_changed_behind_dnz() {
-    let Some(sqlite3) = require_program("sqlite3") else {
-        return;
-    };
+/// A data dir filled and stopped (so its image is saved), then changed behind dnz's back with
+/// `sql`; None without sqlite3 (allowed outside CI only).
+fn filled_then_edited(sql: &str) -> Option<tempfile::TempDir> {
+    let sqlite3 = require_program("sqlite3")?;
     let dir = tempfile::tempdir().unwrap();
     let server = DnzServer::start_in(dir.path(), &[]);
     fill(&server);
     assert!(server.stop().success());
     assert_eq!(image_files(dir.path()).len(), 1);
-    // www's A record becomes 192.0.2.81 (wire rdata C0 00 02 51), written by hand.
     let edit = Command::new(&sqlite3)
         .arg(dir.path().join("dnz.db"))
-        .arg("UPDATE records SET rdata = X'C0000251' WHERE rdata = X'C0000250' AND rtype = 1")
+        .arg(sql)
         .status()
         .unwrap();
     assert!(edit.success());
+    Some(dir)
+}
+
+#[test]
+fn an_image_is_not_used_once_the_database_changed_behind_dnz() {
+    // www's A record becomes 192.0.2.81 (wire rdata C0 00 02 51), written by hand.
+    let Some(dir) = filled_then_edited(
+        "UPDATE records SET rdata = X'C0000251' WHERE rdata = X'C0000250' AND rtype = 1",
+    ) else {
+        return;
+    };
     let server = DnzServer::start_in(dir.path(), &[]);
     assert_eq!(from_images(&server), 0, "the stale image was used");
     let www = query(
@@ -205,20 +214,12 @@ fn an_image_is_not_used_once_the_database_changed_behind_dnz() {
 /// reads such names label by label.
 #[test]
 fn a_compressed_name_written_into_the_database_is_refused_at_start() {
-    let Some(sqlite3) = require_program("sqlite3") else {
+    // MX 10 "mail", a label of length 1, then a pointer to the preference's zero byte.
+    let Some(dir) =
+        filled_then_edited("UPDATE records SET rdata = X'000A056D61696C01C000' WHERE rtype = 15")
+    else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let server = DnzServer::start_in(dir.path(), &[]);
-    fill(&server);
-    assert!(server.stop().success());
-    // MX 10 "mail", a label of length 1, then a pointer to the preference's zero byte.
-    let edit = Command::new(&sqlite3)
-        .arg(dir.path().join("dnz.db"))
-        .arg("UPDATE records SET rdata = X'000A056D61696C01C000' WHERE rtype = 15")
-        .status()
-        .unwrap();
-    assert!(edit.success());
     let mut child = Command::new(test_support::server::dnz_binary())
         .args(["serve", "--dns", "127.0.0.1:0", "--http", "127.0.0.1:0"])
         .arg("--data-dir")

@@ -158,7 +158,11 @@ fn parse_ttl(text: &str) -> Option<u32> {
             'w' => 604800,
             _ => return None,
         };
+        // Each term fits in a u64, but enough of them would wrap (or panic in a debug build).
         total += number.take()? * unit;
+        if total > u64::from(u32::MAX) {
+            return None;
+        }
     }
     if number.is_some() {
         return None;
@@ -487,5 +491,19 @@ deep IN CNAME www.example.com.
         assert_eq!(parse_ttl("300"), Some(300));
         assert_eq!(parse_ttl("1x"), None);
         assert_eq!(parse_ttl("5h3"), None);
+        assert_eq!(parse_ttl("4294967295s"), Some(u32::MAX));
+        assert_eq!(parse_ttl("4294967295s1s"), None);
+    }
+
+    /// Terms that each fit but together pass u64::MAX were summed without a check: a panic in
+    /// a debug build, a wrapped (and possibly accepted) TTL in a release build.
+    #[test]
+    fn a_ttl_too_long_is_refused() {
+        let ttl = "4294967295w".repeat(8000);
+        assert_eq!(parse_ttl(&ttl), None);
+        let text = format!("$TTL {ttl}\n@ IN NS ns1\n");
+        let errors = parse(&text, &origin(), 3600).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].message.starts_with("bad $TTL"), "{errors:?}");
     }
 }

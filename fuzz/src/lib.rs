@@ -1,7 +1,9 @@
 //! The shared body of the fuzz targets and their stable-toolchain replayer. `query`: one
 //! snapshot built once, and a check that runs a packet through `answer::respond` over UDP and
 //! TCP and asserts the response is sane. `image`: an input read as a zone image, and every zone
-//! read answering a fixed set of queries through the same check.
+//! read answering a fixed set of queries through the same check. `zonefile`: an input parsed
+//! as a zone file; its records must print and parse back, and a valid zone answers a fixed set
+//! of queries through the same check.
 
 use std::io::Cursor;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use answer::{Outcome, Transport};
 use domain::base::Message;
 use model::snapshot::{Chaos, image};
 use model::steering::{SteeringSpec, Validate as _};
-use model::{Dname, Rtype, Snapshot, ZoneConfig, ZoneSnapshot};
+use model::{Dname, Rdata, RecordConfig, Rtype, Snapshot, Soa, ZoneConfig, ZoneSnapshot};
 
 /// A small zone touching every answer path: apex data, A/AAAA, CNAME chains and a loop, a
 /// wildcard, an empty non-terminal, a delegation with glue, MX/SRV additionals, big TXT sets
@@ -614,4 +616,422 @@ pub fn mutated_image(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
         p.splice(i..i, bytes);
     }
     p
+}
+
+/// The zone file target's seeds (file name, text): the files in `seeds/zonefile`, built in so
+/// that the self-test and the replayer's mutations need no files at run time.
+pub const ZONEFILE_SEEDS: &[(&str, &str)] = &[
+    ("basic.zone", include_str!("../seeds/zonefile/basic.zone")),
+    ("types.zone", include_str!("../seeds/zonefile/types.zone")),
+    (
+        "escapes.zone",
+        include_str!("../seeds/zonefile/escapes.zone"),
+    ),
+    (
+        "origins.zone",
+        include_str!("../seeds/zonefile/origins.zone"),
+    ),
+    (
+        "include.zone",
+        include_str!("../seeds/zonefile/include.zone"),
+    ),
+    ("nosoa.zone", include_str!("../seeds/zonefile/nosoa.zone")),
+];
+
+/// Every input of the zone file target is parsed for this origin.
+pub const ZONEFILE_ORIGIN: &str = "example.com.";
+
+/// How far a zone file got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZonefileOutcome {
+    /// The parser reported errors.
+    Refused,
+    /// It parsed, but the zone does not validate.
+    Invalid,
+    /// It parsed, validated, compiled and answered the queries.
+    Served,
+}
+
+/// Types asked at every name a zone file's zone is queried for, besides the types found there.
+const ZONEFILE_TYPES: &[u16] = &[1, 28, 2, 5, 6, 15, 16, 33, 43, 65, 255, 999];
+
+/// Parses `data` (lossy UTF-8) as a zone file for `ZONEFILE_ORIGIN`. A refusal must carry
+/// reasons. Every record parsed must print (`to_text` and the generic form) and parse back to
+/// the same bytes. A zone that validates (with a default SOA when the file has none, as an
+/// import does) must export to a file that parses back to the same zone, compile, and answer
+/// its apex, its owners, the names its records point at, names under a wildcard and random
+/// names, over UDP and TCP, through the query target's check.
+pub fn check_zonefile(data: &[u8], out: &mut Vec<u8>) -> ZonefileOutcome {
+    let text = String::from_utf8_lossy(data);
+    let origin = Dname::parse_absolute(ZONEFILE_ORIGIN).expect("origin");
+    let parsed = match model::zonefile::parse(&text, &origin, 3600) {
+        Ok(parsed) => parsed,
+        Err(errors) => {
+            assert!(!errors.is_empty(), "refused without a reason");
+            for error in &errors {
+                assert!(
+                    error.field.starts_with("line ") && !error.message.is_empty(),
+                    "error without a line or a reason: {error:?}"
+                );
+            }
+            return ZonefileOutcome::Refused;
+        }
+    };
+    assert_eq!(
+        parsed.records.len(),
+        parsed.lines.len(),
+        "a line per record"
+    );
+    let last_line = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    assert!(
+        parsed.lines.windows(2).all(|w| w[0] <= w[1])
+            && parsed.lines.iter().all(|&l| (1..=last_line).contains(&l)),
+        "record lines {:?} in a file of {last_line} lines",
+        parsed.lines
+    );
+    for record in &parsed.records {
+        check_rdata_round_trip(record.rtype, &record.rdata, &origin);
+    }
+    if let Some((soa, _)) = &parsed.soa {
+        check_rdata_round_trip(Rtype::SOA, &soa.to_rdata(), &origin);
+    }
+    let zone = match parsed.soa {
+        Some(_) => parsed.into_zone(origin.clone()).expect("an SOA"),
+        // An import without an SOA keeps the zone's, or makes one (`manage.rs`).
+        None => ZoneConfig {
+            id: 1,
+            soa: Soa::default_for(&origin, 0),
+            name: origin,
+            default_ttl: 3600,
+            records: parsed.records,
+            pools: Vec::new(),
+            load_balancers: Vec::new(),
+        },
+    };
+    if !zone.validate(&|_| String::new()).is_empty() {
+        return ZonefileOutcome::Invalid;
+    }
+    check_export_round_trip(&zone);
+    let snapshot = ZoneSnapshot::compile(&zone);
+    let names = zonefile_names(&zone, data);
+    let snapshot = Snapshot::empty().with_zone(Arc::new(snapshot));
+    let mut rng = Rng(u64::from(crc32fast::hash(data)) << 1 | 1);
+    let mut query = Vec::with_capacity(300);
+    for (name, types) in &names {
+        for &qtype in ZONEFILE_TYPES.iter().chain(types) {
+            query.clear();
+            let edns = match rng.below(3) {
+                0 => None,
+                1 => Some(1232),
+                _ => Some(65535),
+            };
+            push_query(&mut query, rng.next_u64() as u16, name, qtype, edns);
+            check_transports(&snapshot, &query, out, false);
+        }
+    }
+    ZonefileOutcome::Served
+}
+
+/// A record's data printed (presentation form and RFC 3597 generic form) must parse back to the
+/// same bytes. Holds for every type: `Rdata` is only made from data that `domain` parses from
+/// the wire and composes back unchanged, and `to_text` prints the generic form for data that
+/// `domain` has no presentation form for, or prints in a form that does not parse back.
+fn check_rdata_round_trip(rtype: Rtype, rdata: &Rdata, origin: &Dname) {
+    for text in [rdata.to_text(rtype), rdata.generic_text()] {
+        match Rdata::parse(rtype, &text, origin) {
+            Ok(again) => assert_eq!(
+                again.as_wire(),
+                rdata.as_wire(),
+                "{rtype} {text:?} parses back to other data"
+            ),
+            Err(e) => panic!("{rtype} data {:?} prints as {text:?}: {e}", rdata),
+        }
+    }
+}
+
+/// A valid zone exported as a zone file must parse back to the same SOA and records. Owners
+/// are compared without case: written relative to the origin, the origin part of an owner
+/// takes the origin's case (`$ORIGIN Example.COM.` owners come back as `…example.com.`).
+fn check_export_round_trip(zone: &ZoneConfig) {
+    let text = model::zonefile::export(zone);
+    let again = model::zonefile::parse(&text, &zone.name, zone.default_ttl)
+        .unwrap_or_else(|e| panic!("the export does not parse: {e:?}\n{text}"));
+    let (soa, soa_ttl) = again.soa.expect("the export has an SOA");
+    assert_eq!((&soa, soa_ttl), (&zone.soa, zone.default_ttl), "SOA");
+    let key = |r: &RecordConfig| {
+        (
+            r.name.to_lowercase(),
+            r.rtype.to_int(),
+            r.ttl,
+            r.rdata.clone(),
+        )
+    };
+    let mut before: Vec<_> = zone.records.iter().map(key).collect();
+    let mut after: Vec<_> = again.records.iter().map(key).collect();
+    before.sort();
+    after.sort();
+    assert_eq!(before, after, "records after export and import\n{text}");
+}
+
+/// The names `check_zonefile` asks (wire form), each with the types the zone holds there: the
+/// apex, owners, the targets of NS/MX/CNAME/SRV/PTR/DNAME data, a name under each wildcard,
+/// a name under each owner, and two random names under the apex. At most 40.
+fn zonefile_names(zone: &ZoneConfig, data: &[u8]) -> Vec<(Vec<u8>, Vec<u16>)> {
+    let mut names: Vec<(Vec<u8>, Vec<u16>)> = Vec::new();
+    let mut add = |wire: Vec<u8>, rtype: Option<u16>| {
+        if wire.len() > 255 {
+            return;
+        }
+        if let Some((_, types)) = names
+            .iter_mut()
+            .find(|(n, _)| n.eq_ignore_ascii_case(&wire))
+        {
+            if let Some(rtype) = rtype.filter(|t| !types.contains(t)) {
+                types.push(rtype);
+            }
+        } else if names.len() < 40 {
+            names.push((wire, rtype.into_iter().collect()));
+        }
+    };
+    let prefixed = |label: &[u8], name: &[u8]| {
+        let mut wire = vec![label.len() as u8];
+        wire.extend_from_slice(label);
+        wire.extend_from_slice(name);
+        wire
+    };
+    let apex = zone.name.as_wire();
+    add(apex.to_vec(), Some(Rtype::SOA.to_int()));
+    for record in &zone.records {
+        let owner = record.name.as_wire();
+        add(owner.to_vec(), Some(record.rtype.to_int()));
+        if record.name.is_wildcard() {
+            // `*.rest`: a name the wildcard covers.
+            add(
+                prefixed(b"x-wild", &owner[2..]),
+                Some(record.rtype.to_int()),
+            );
+        }
+        if let Some(target) = record.rdata.target(record.rtype) {
+            add(target.as_wire().to_vec(), None);
+        }
+    }
+    for record in zone.records.iter().take(8) {
+        add(prefixed(b"below", record.name.as_wire()), None);
+    }
+    let mut rng = Rng(u64::from(crc32fast::hash(data)) | 1);
+    for _ in 0..2 {
+        let label: Vec<u8> = (0..1 + rng.below(8))
+            .map(|_| b"abcdefghijklmnopqrstuvwxyz0123456789-*"[rng.below(38)])
+            .collect();
+        add(prefixed(&label, apex), None);
+    }
+    names
+}
+
+/// Checks that the seed zone files do what they are there for, so that a zone file run that
+/// refuses every input, or serves zones that answer nothing, cannot pass unnoticed: every seed
+/// but `include.zone` (refused for its `$INCLUDE`) is served, and the fuzz zone answers.
+pub fn zonefile_self_test() {
+    let origin = Dname::parse_absolute(ZONEFILE_ORIGIN).expect("origin");
+    let mut out = Vec::new();
+    for (name, text) in ZONEFILE_SEEDS {
+        let expected = if *name == "include.zone" {
+            ZonefileOutcome::Refused
+        } else {
+            ZonefileOutcome::Served
+        };
+        let outcome = check_zonefile(text.as_bytes(), &mut out);
+        assert_eq!(
+            outcome,
+            expected,
+            "seed {name}: {:?}",
+            model::zonefile::parse(text, &origin, 3600).map(|parsed| parsed
+                .into_zone(origin.clone())
+                .map(|zone| zone.validate(&|_| String::new())))
+        );
+    }
+    let errors = model::zonefile::parse(ZONEFILE_SEEDS[4].1, &origin, 3600).unwrap_err();
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.message.contains("$INCLUDE is not allowed")),
+        "{errors:?}"
+    );
+    let text = format!("{ZONE}{}", big_txt());
+    assert_eq!(
+        check_zonefile(text.as_bytes(), &mut out),
+        ZonefileOutcome::Served,
+        "the fuzz zone"
+    );
+    let zone = model::zonefile::parse(&text, &origin, 3600)
+        .expect("fuzz zone")
+        .into_zone(origin)
+        .expect("SOA");
+    self_test(&Snapshot::empty().with_zone(Arc::new(ZoneSnapshot::compile(&zone))));
+}
+
+/// Special characters and tokens that zone file mutations insert.
+const ZONEFILE_SPECIALS: &[&str] = &[
+    "(",
+    ")",
+    ";",
+    "\"",
+    "\\",
+    "$",
+    "@",
+    "*",
+    ".",
+    "\n",
+    "\t",
+    " ",
+    "\\#",
+    "\\000",
+    "\\255",
+    "\\.",
+    "\\\"",
+    "\\\n",
+    "\r\n",
+    "$ORIGIN ",
+    "$TTL ",
+    "$INCLUDE ",
+    "$GENERATE ",
+    "IN",
+    "CH",
+    "TYPE65535",
+    "0",
+    "65535",
+    "4294967295",
+    "4294967296",
+    "-1",
+    "1w",
+    "99999999999w",
+    "..",
+    "\u{fffd}",
+    "\u{e9}",
+    "0x",
+    "::",
+    "\\# 0",
+    "\\# 65535",
+    "ff",
+    "AAAA",
+    "=",
+    ",",
+];
+
+/// A mutation of a seed zone file for the replayer: 1 (half the time) to 4 of byte changes, line duplications,
+/// deletions and swaps, token swaps and copies, insertions of special characters and tokens,
+/// and long runs of one character or token.
+pub fn mutated_zonefile(rng: &mut Rng, seeds: &[&str]) -> Vec<u8> {
+    let mut p = seeds[rng.below(seeds.len())].as_bytes().to_vec();
+    // Half the inputs get one mutation: most mutations break a file, and a zone that still
+    // parses is what reaches the round trips and the query path.
+    let mutations = if rng.below(2) == 0 {
+        1
+    } else {
+        1 + rng.below(4)
+    };
+    for _ in 0..mutations {
+        let at = rng.below(p.len() + 1);
+        match rng.below(10) {
+            0 if !p.is_empty() => {
+                let i = rng.below(p.len());
+                p[i] = match rng.below(3) {
+                    0 => rng.byte(),
+                    1 => b"()\";\\$@*. \t\n0123456789"[rng.below(22)],
+                    _ => p[i] ^ 1 << rng.below(8),
+                };
+            }
+            1 | 2 => {
+                // Lines: duplicate one, delete one, swap two, or copy one from another seed.
+                let text = String::from_utf8_lossy(&p).into_owned();
+                let mut lines: Vec<&str> = text.split('\n').collect();
+                let other = seeds[rng.below(seeds.len())];
+                let others: Vec<&str> = other.split('\n').collect();
+                let i = rng.below(lines.len());
+                let j = rng.below(lines.len());
+                match rng.below(4) {
+                    0 => lines.insert(j, lines[i]),
+                    1 if lines.len() > 1 => {
+                        lines.remove(i);
+                    }
+                    2 => lines.swap(i, j),
+                    _ => lines.insert(j, others[rng.below(others.len())]),
+                }
+                p = lines.join("\n").into_bytes();
+            }
+            3 | 4 => {
+                // Tokens: swap two, or put a copy of one somewhere else.
+                let spans = token_spans(&p);
+                if spans.len() >= 2 {
+                    let a = spans[rng.below(spans.len())];
+                    let b = spans[rng.below(spans.len())];
+                    if rng.below(2) == 0 && a.1 <= b.0 {
+                        let (first, second) = (p[a.0..a.1].to_vec(), p[b.0..b.1].to_vec());
+                        p.splice(b.0..b.1, first);
+                        p.splice(a.0..a.1, second);
+                    } else {
+                        let token = p[a.0..a.1].to_vec();
+                        let mut insert = vec![b' '];
+                        insert.extend_from_slice(&token);
+                        insert.push(b' ');
+                        p.splice(b.0..b.0, insert);
+                    }
+                }
+            }
+            5..=7 => {
+                let special = ZONEFILE_SPECIALS[rng.below(ZONEFILE_SPECIALS.len())];
+                p.splice(at..at, special.bytes());
+            }
+            8 => {
+                // A long run: one character or a special token many times.
+                let unit: Vec<u8> = if rng.below(2) == 0 {
+                    vec![b"()\";\\$@*.a0 \n"[rng.below(13)]]
+                } else {
+                    ZONEFILE_SPECIALS[rng.below(ZONEFILE_SPECIALS.len())]
+                        .bytes()
+                        .collect()
+                };
+                let count = [64, 255, 256, 1000, 4000][rng.below(5)];
+                let run: Vec<u8> = unit
+                    .iter()
+                    .copied()
+                    .cycle()
+                    .take(unit.len() * count)
+                    .collect();
+                p.splice(at..at, run);
+            }
+            _ if !p.is_empty() => {
+                // Cut the file short, or cut a piece out.
+                let from = rng.below(p.len());
+                let to = (from + 1 + rng.below(32)).min(p.len());
+                if rng.below(2) == 0 {
+                    p.truncate(from);
+                } else {
+                    p.drain(from..to);
+                }
+            }
+            _ => {}
+        }
+    }
+    p
+}
+
+/// Start and end of each whitespace-separated token.
+fn token_spans(p: &[u8]) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (i, &b) in p.iter().enumerate() {
+        match (b.is_ascii_whitespace(), start) {
+            (true, Some(s)) => {
+                spans.push((s, i));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, p.len()));
+    }
+    spans
 }

@@ -7,6 +7,8 @@
 //! replay --image <COUNT> [SEED]      COUNT mutations of the seed images (default seed 1)
 //! replay --image <DIR or FILE>...    every file as an image body (the image target's input)
 //! replay --image --seeds <DIR>       writes the seed images to DIR
+//! replay --zonefile <COUNT> [SEED]   COUNT mutations of the seed zone files (default seed 1)
+//! replay --zonefile <DIR or FILE>... every file as a zone file (the zonefile target's input)
 //! ```
 //! A failing input is written to `replay-crash-<n>.bin` in the current directory before the
 //! panic is re-raised.
@@ -16,8 +18,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dnz_fuzz::{
-    Rng, check, check_image, image_self_test, mutated_image, random_input, seed_images, self_test,
-    snapshot, valid_query,
+    Rng, ZONEFILE_SEEDS, ZonefileOutcome, check, check_image, check_zonefile, image_self_test,
+    mutated_image, mutated_zonefile, random_input, seed_images, self_test, snapshot, valid_query,
+    zonefile_self_test,
 };
 use model::Snapshot;
 
@@ -76,10 +79,14 @@ fn write_image_seeds(dir: &Path) {
 enum Target {
     Query(Snapshot),
     Image,
+    /// Counts the zone files that parsed but did not validate.
+    Zonefile {
+        invalid: std::cell::Cell<u64>,
+    },
 }
 
 impl Target {
-    /// Checks one input; true when it was answered (query) or read (image).
+    /// Checks one input; true when it was answered (query), read (image) or served (zonefile).
     fn check(&self, data: &[u8], out: &mut Vec<u8>, index: u64) -> bool {
         match self {
             Target::Query(snapshot) => {
@@ -90,6 +97,14 @@ impl Target {
                 let mut read = false;
                 run(data, index, || read = check_image(data, out));
                 read
+            }
+            Target::Zonefile { invalid } => {
+                let mut outcome = ZonefileOutcome::Refused;
+                run(data, index, || outcome = check_zonefile(data, out));
+                if outcome == ZonefileOutcome::Invalid {
+                    invalid.set(invalid.get() + 1);
+                }
+                outcome == ZonefileOutcome::Served
             }
         }
     }
@@ -116,8 +131,8 @@ fn image_seeds() -> Vec<Vec<u8>> {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: replay [--image] <COUNT> [SEED] | replay [--image] <DIR or FILE>... | \
-         replay [--image] --seeds <DIR>"
+        "usage: replay [--image|--zonefile] <COUNT> [SEED] | \
+         replay [--image|--zonefile] <DIR or FILE>... | replay [--image] --seeds <DIR>"
     );
     std::process::exit(2);
 }
@@ -125,10 +140,15 @@ fn usage() -> ! {
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let image = args.first().map(String::as_str) == Some("--image");
-    if image {
+    let zonefile = args.first().map(String::as_str) == Some("--zonefile");
+    if image || zonefile {
         args.remove(0);
     }
     if args.first().map(String::as_str) == Some("--seeds") {
+        if zonefile {
+            // The zone file seeds are written by hand (and built into the binary).
+            usage();
+        }
         let dir = args.get(1).map(String::as_str);
         if image {
             write_image_seeds(Path::new(dir.unwrap_or("seeds/image")));
@@ -143,6 +163,11 @@ fn main() {
     let target = if image {
         image_self_test();
         Target::Image
+    } else if zonefile {
+        zonefile_self_test();
+        Target::Zonefile {
+            invalid: std::cell::Cell::new(0),
+        }
     } else {
         let snapshot = snapshot();
         self_test(&snapshot);
@@ -150,8 +175,9 @@ fn main() {
     };
     let seeds = match target {
         Target::Image => image_seeds(),
-        Target::Query(_) => Vec::new(),
+        Target::Query(_) | Target::Zonefile { .. } => Vec::new(),
     };
+    let zonefile_seeds: Vec<&str> = ZONEFILE_SEEDS.iter().map(|(_, text)| *text).collect();
     let mut out = Vec::with_capacity(65535);
     let started = Instant::now();
     let (mut inputs, mut passed) = (0u64, 0u64);
@@ -166,6 +192,8 @@ fn main() {
             for _ in 0..count {
                 let data = if image {
                     mutated_image(&mut rng, &seeds)
+                } else if zonefile {
+                    mutated_zonefile(&mut rng, &zonefile_seeds)
                 } else {
                     random_input(&mut rng)
                 };
@@ -184,14 +212,18 @@ fn main() {
             }
         }
     }
-    let (yes, no) = if image {
-        ("read", "refused")
-    } else {
-        ("answered", "dropped")
+    let refused = inputs - passed;
+    let summary = match &target {
+        Target::Image => format!("{passed} read, {refused} refused"),
+        Target::Zonefile { invalid } => format!(
+            "{passed} served, {} invalid, {} refused",
+            invalid.get(),
+            refused - invalid.get()
+        ),
+        Target::Query(_) => format!("{passed} answered, {refused} dropped"),
     };
     println!(
-        "{inputs} inputs ({passed} {yes}, {} {no}) in {:.2?}, no failure",
-        inputs - passed,
+        "{inputs} inputs ({summary}) in {:.2?}, no failure",
         started.elapsed()
     );
 }

@@ -45,7 +45,19 @@ impl Dname {
         if text == "@" {
             return Ok(origin.clone());
         }
-        let full = if text.ends_with('.') && !text.ends_with("\\.") {
+        // A dot ends the name only when unescaped: after an even number of backslashes.
+        let trailing_backslashes = |s: &str| s.bytes().rev().take_while(|&b| b == b'\\').count();
+        if trailing_backslashes(text) % 2 == 1 {
+            // The dot appended below would be escaped by it and glued into the last label.
+            return Err(NameError::Syntax(
+                text.to_string(),
+                "it ends in a lone backslash".into(),
+            ));
+        }
+        let absolute = text
+            .strip_suffix('.')
+            .is_some_and(|rest| trailing_backslashes(rest) % 2 == 0);
+        let full = if absolute {
             text.to_string()
         } else if origin.is_root() {
             format!("{text}.")
@@ -230,5 +242,30 @@ mod tests {
         assert_eq!(name.label_count(), 2);
         assert_eq!(name.to_string(), "a\\.b.c\\032d.");
         assert_eq!(Dname::parse(&name.to_string(), &origin).unwrap(), name);
+    }
+
+    /// A trailing lone backslash used to escape the dot appended to make the name absolute:
+    /// `a\` became the one-label zone `a\..`, and `www\` in example.com the name
+    /// `www\.example.com.` outside it.
+    #[test]
+    fn a_trailing_backslash_is_refused_and_an_escaped_one_ends_a_name() {
+        let origin = Dname::parse_absolute("example.com").unwrap();
+        for text in ["a\\", "www\\", "a\\\\\\", "\\"] {
+            let error = Dname::parse(text, &origin).unwrap_err().to_string();
+            assert!(error.contains("lone backslash"), "{text}: {error}");
+            assert!(Dname::parse_absolute(text).is_err(), "{text}");
+        }
+        // An escaped backslash before the final dot: absolute, one label `a\`.
+        let name = Dname::parse("a\\\\.", &origin).unwrap();
+        assert_eq!(
+            (name.label_count(), name.to_string().as_str()),
+            (1, "a\\\\.")
+        );
+        // An escaped backslash at the end of a relative name.
+        let name = Dname::parse("a\\\\", &origin).unwrap();
+        assert_eq!(name.to_string(), "a\\\\.example.com.");
+        // An escaped dot at the end: still relative.
+        let name = Dname::parse("a\\.", &origin).unwrap();
+        assert_eq!(name.to_string(), "a\\..example.com.");
     }
 }

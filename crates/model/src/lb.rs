@@ -455,6 +455,9 @@ impl Validate for PoolSpec {
                     self.origins.len()
                 ),
             ));
+            // Not checked one by one: the duplicate check is quadratic, and a body of
+            // megabytes would hold the zone's lock for minutes.
+            return Err(errors);
         }
         let mut origins: Vec<OriginConfig> = Vec::new();
         for (idx, spec) in self.origins.iter().enumerate() {
@@ -528,6 +531,20 @@ pub fn validate_lb(spec: &LoadBalancerSpec, zone: &Dname) -> Result<LbConfig, Ve
         }
         out
     };
+    let entries = spec.pools.len()
+        + spec.rules.iter().map(|r| r.pools.len()).sum::<usize>()
+        + usize::from(spec.fallback.is_some());
+    if entries > MAX_POOL_ENTRIES {
+        // Not checked one by one: the duplicate checks are quadratic, and a body of megabytes
+        // would hold the zone's lock for minutes.
+        errors.push(FieldError::new(
+            "pools",
+            format!(
+                "a load balancer holds at most {MAX_POOL_ENTRIES} pool entries (defaults, rules and fallback); this one has {entries}"
+            ),
+        ));
+        return Err(errors);
+    }
     if spec.pools.is_empty() {
         errors.push(FieldError::new(
             "pools",
@@ -583,17 +600,6 @@ pub fn validate_lb(spec: &LoadBalancerSpec, zone: &Dname) -> Result<LbConfig, Ve
                 pools: rule_pools,
             });
         }
-    }
-    let entries = spec.pools.len()
-        + spec.rules.iter().map(|r| r.pools.len()).sum::<usize>()
-        + usize::from(spec.fallback.is_some());
-    if entries > MAX_POOL_ENTRIES {
-        errors.push(FieldError::new(
-            "pools",
-            format!(
-                "a load balancer holds at most {MAX_POOL_ENTRIES} pool entries (defaults, rules and fallback); this one has {entries}"
-            ),
-        ));
     }
     let mut choice = |field: &str, text: &str, allowed: &str| {
         errors.push(FieldError::new(
@@ -1043,6 +1049,40 @@ mod tests {
             fields(&errors),
             [
                 "pools: a load balancer holds at most 200 pool entries (defaults, rules and fallback); this one has 201"
+            ]
+        );
+    }
+
+    /// A body of megabytes over the limits is refused by its count alone: the duplicate checks
+    /// are quadratic and run under the zone's lock (this took minutes before).
+    #[test]
+    fn huge_pools_and_pool_lists_are_refused_without_checking_each_entry() {
+        let spec = PoolSpec {
+            name: "big".into(),
+            origins: (0..200_000u32)
+                .map(|i| OriginSpec {
+                    address: std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        // One error, the limit: no entry was checked on its own.
+        let errors = spec.validate("").unwrap_err();
+        assert_eq!(
+            fields(&errors),
+            ["origins: a pool holds at most 20 origins; this one has 200000"]
+        );
+        let lb = LoadBalancerSpec {
+            name: "www".into(),
+            pools: (0..200_000).map(|p| format!("p{p}")).collect(),
+            ..Default::default()
+        };
+        let errors = validate_lb(&lb, &zone_name()).unwrap_err();
+        assert_eq!(
+            fields(&errors),
+            [
+                "pools: a load balancer holds at most 200 pool entries (defaults, rules and fallback); this one has 200000"
             ]
         );
     }

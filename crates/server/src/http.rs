@@ -9,7 +9,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use api::{ErrorBody, FieldProblem, Role};
-use axum::extract::rejection::JsonRejection;
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -54,6 +55,8 @@ pub enum ApiError {
     },
     Invalid(Vec<model::FieldError>),
     TooManyRequests(u64),
+    /// The path exists, the method does not.
+    MethodNotAllowed(String),
     Internal(String),
     /// An upstream server failed us (a GeoIP download); nothing was changed.
     BadGateway(String),
@@ -103,6 +106,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::NotFound(message) => plain(StatusCode::NOT_FOUND, message, None),
             ApiError::Conflict { message, field } => plain(StatusCode::CONFLICT, message, field),
+            ApiError::MethodNotAllowed(message) => {
+                plain(StatusCode::METHOD_NOT_ALLOWED, message, None)
+            }
             ApiError::TooManyRequests(wait) => {
                 let mut response = plain(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -164,6 +170,56 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for JsonBody
             }
         }
     }
+}
+
+/// Path parameters whose parse errors are ours: 400 with axum's message (which names the
+/// value and the type wanted), not its plain-text body.
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(ApiPath(value)),
+            Err(rejection) => {
+                let field = match &rejection {
+                    PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
+                        ErrorKind::ParseErrorAtKey { key, .. }
+                        | ErrorKind::InvalidUtf8InPathParam { key } => Some(key.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                Err(ApiError::BadRequest {
+                    message: rejection.body_text(),
+                    field,
+                })
+            }
+        }
+    }
+}
+
+/// A text body (a zone file) whose errors are ours: 400 with the reason, not plain text.
+pub struct TextBody(pub String);
+
+impl<S: Send + Sync> FromRequest<S> for TextBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        String::from_request(req, state)
+            .await
+            .map(TextBody)
+            .map_err(|rejection| ApiError::BadRequest {
+                message: format!("bad body: {}", rejection.body_text()),
+                field: None,
+            })
+    }
+}
+
+/// A method a path does not serve: the API's JSON error, not an empty 405.
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::MethodNotAllowed(format!("{method} is not allowed on {}", uri.path()))
 }
 
 /// The field a serde error is about: `missing field `x`` or a `path: reason` prefix.
@@ -307,6 +363,8 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::topology::routes())
         // The dashboard's files, and the JSON 404 of unknown API paths.
         .merge(crate::dashboard::routes())
+        // After every route: it is set on the routes registered so far.
+        .method_not_allowed_fallback(method_not_allowed)
         // Zone files can be large (1,000,000 records is ~25 MiB); axum's own 2 MiB default
         // would refuse them before the layer below is asked.
         .layer(axum::extract::DefaultBodyLimit::max(64 << 20))
@@ -447,7 +505,7 @@ async fn create_zone(
 async fn show_zone(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
 ) -> ApiResult<Json<api::Zone>> {
     who.require(Role::Viewer)?;
     Ok(Json(state.manager.zone(&zone).await?))
@@ -456,7 +514,7 @@ async fn show_zone(
 async fn delete_zone(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     who.require(Role::Editor)?;
     state.manager.delete_zone(&zone).await?;
@@ -466,7 +524,7 @@ async fn delete_zone(
 async fn list_records(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
 ) -> ApiResult<Json<Vec<api::Record>>> {
     who.require(Role::Viewer)?;
     Ok(Json(state.manager.records(&zone).await?))
@@ -475,7 +533,7 @@ async fn list_records(
 async fn add_record(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
     JsonBody(body): JsonBody<api::RecordSpec>,
 ) -> ApiResult<(StatusCode, Json<api::Record>)> {
     who.require(Role::Editor)?;
@@ -488,7 +546,7 @@ async fn add_record(
 async fn update_record(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, i64)>,
+    ApiPath((zone, id)): ApiPath<(String, i64)>,
     JsonBody(body): JsonBody<api::RecordSpec>,
 ) -> ApiResult<Json<api::Record>> {
     who.require(Role::Editor)?;
@@ -498,7 +556,7 @@ async fn update_record(
 async fn delete_record(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, i64)>,
+    ApiPath((zone, id)): ApiPath<(String, i64)>,
 ) -> ApiResult<StatusCode> {
     who.require(Role::Editor)?;
     state.manager.delete_record(&zone, id).await?;
@@ -516,7 +574,7 @@ struct MatchQuery {
 async fn delete_matching(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
     query: Result<Query<MatchQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<Vec<api::Record>>> {
     who.require(Role::Editor)?;
@@ -535,7 +593,7 @@ async fn delete_matching(
 async fn set_steering(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, i64)>,
+    ApiPath((zone, id)): ApiPath<(String, i64)>,
     JsonBody(body): JsonBody<api::SteeringSpec>,
 ) -> ApiResult<Json<api::Record>> {
     who.require(Role::Editor)?;
@@ -547,7 +605,7 @@ async fn set_steering(
 async fn remove_steering(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, i64)>,
+    ApiPath((zone, id)): ApiPath<(String, i64)>,
 ) -> ApiResult<Json<api::Record>> {
     who.require(Role::Editor)?;
     Ok(Json(state.manager.set_steering(&zone, id, None).await?))
@@ -584,7 +642,7 @@ async fn test_check(
 async fn health_events(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, i64)>,
+    ApiPath((zone, id)): ApiPath<(String, i64)>,
 ) -> ApiResult<Json<Vec<api::HealthEvent>>> {
     who.require(Role::Viewer)?;
     state.manager.has_record(&zone, id).await?;
@@ -670,8 +728,8 @@ async fn explain(
 async fn import_zone(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
-    body: String,
+    ApiPath(zone): ApiPath<String>,
+    TextBody(body): TextBody,
 ) -> ApiResult<Json<api::ImportResult>> {
     who.require(Role::Editor)?;
     Ok(Json(state.manager.import(&zone, &body).await?))
@@ -680,7 +738,7 @@ async fn import_zone(
 async fn export_zone(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
 ) -> ApiResult<Response> {
     who.require(Role::Viewer)?;
     let text = state.manager.export(&zone).await?;
@@ -751,7 +809,7 @@ async fn create_user(
 async fn delete_user(
     State(state): State<AppState>,
     who: Principal,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     who.require(Role::Superadmin)?;
     if name == who.user {
@@ -834,7 +892,7 @@ async fn create_token(
 async fn delete_token(
     State(state): State<AppState>,
     who: Principal,
-    Path(id): Path<i64>,
+    ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<StatusCode> {
     let only = (who.role < Role::Superadmin).then_some(who.user.as_str());
     if !state.store().delete_token(id, only).await? {

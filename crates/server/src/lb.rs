@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use api::Role;
 use axum::Json;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use model::ZoneConfig;
@@ -20,7 +20,7 @@ use model::steering::Validate as _;
 use model::zone::next_serial;
 
 use crate::auth::Principal;
-use crate::http::{ApiResult, AppState, JsonBody};
+use crate::http::{ApiPath, ApiResult, AppState, JsonBody};
 use crate::manage::{CheckedRecord, ManageError, Manager, today_yyyymmdd};
 
 type Result<T> = std::result::Result<T, ManageError>;
@@ -420,7 +420,7 @@ pub fn routes() -> Router<AppState> {
 async fn list_pools(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
 ) -> ApiResult<Json<Vec<api::Pool>>> {
     who.require(Role::Viewer)?;
     Ok(Json(state.manager.list_pools(&zone).await?))
@@ -429,7 +429,7 @@ async fn list_pools(
 async fn create_pool(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
     JsonBody(body): JsonBody<PoolSpec>,
 ) -> ApiResult<(StatusCode, Json<api::Pool>)> {
     who.require(Role::Editor)?;
@@ -442,7 +442,7 @@ async fn create_pool(
 async fn show_pool(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, String)>,
+    ApiPath((zone, id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<api::Pool>> {
     who.require(Role::Viewer)?;
     Ok(Json(state.manager.pool(&zone, &id).await?))
@@ -451,7 +451,7 @@ async fn show_pool(
 async fn update_pool(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, String)>,
+    ApiPath((zone, id)): ApiPath<(String, String)>,
     JsonBody(body): JsonBody<PoolSpec>,
 ) -> ApiResult<Json<api::Pool>> {
     who.require(Role::Editor)?;
@@ -463,7 +463,7 @@ async fn update_pool(
 async fn delete_pool(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, String)>,
+    ApiPath((zone, id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     who.require(Role::Editor)?;
     state.manager.delete_pool(&zone, &id).await?;
@@ -474,7 +474,7 @@ async fn delete_pool(
 async fn check_pool(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, String)>,
+    ApiPath((zone, id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Vec<api::OriginCheck>>> {
     who.require(Role::Editor)?;
     let targets = state.manager.pool_targets(&zone, &id).await?;
@@ -503,7 +503,7 @@ async fn check_pool(
 async fn list_lbs(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
 ) -> ApiResult<Json<Vec<api::LoadBalancer>>> {
     who.require(Role::Viewer)?;
     Ok(Json(state.manager.list_load_balancers(&zone).await?))
@@ -512,7 +512,7 @@ async fn list_lbs(
 async fn create_lb(
     State(state): State<AppState>,
     who: Principal,
-    Path(zone): Path<String>,
+    ApiPath(zone): ApiPath<String>,
     JsonBody(body): JsonBody<LoadBalancerSpec>,
 ) -> ApiResult<(StatusCode, Json<api::LoadBalancer>)> {
     who.require(Role::Editor)?;
@@ -525,7 +525,7 @@ async fn create_lb(
 async fn show_lb(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, String)>,
+    ApiPath((zone, id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<api::LoadBalancer>> {
     who.require(Role::Viewer)?;
     Ok(Json(state.manager.load_balancer(&zone, &id).await?))
@@ -534,7 +534,7 @@ async fn show_lb(
 async fn update_lb(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, String)>,
+    ApiPath((zone, id)): ApiPath<(String, String)>,
     JsonBody(body): JsonBody<LoadBalancerSpec>,
 ) -> ApiResult<Json<api::LoadBalancer>> {
     who.require(Role::Editor)?;
@@ -549,7 +549,7 @@ async fn update_lb(
 async fn delete_lb(
     State(state): State<AppState>,
     who: Principal,
-    Path((zone, id)): Path<(String, String)>,
+    ApiPath((zone, id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     who.require(Role::Editor)?;
     state.manager.delete_load_balancer(&zone, &id).await?;

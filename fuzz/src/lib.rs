@@ -490,18 +490,8 @@ pub fn check_image(body: &[u8], out: &mut Vec<u8>) -> bool {
     let names = image_names(&zone, crc);
     let snapshot = Snapshot::empty().with_zone(Arc::new(zone));
     let mut rng = Rng(u64::from(crc) | 1);
-    let mut query = Vec::with_capacity(300);
     for name in &names {
-        for &qtype in IMAGE_TYPES {
-            query.clear();
-            let edns = match rng.below(3) {
-                0 => None,
-                1 => Some(1232),
-                _ => Some(65535),
-            };
-            push_query(&mut query, rng.next_u64() as u16, name, qtype, edns);
-            check_transports(&snapshot, &query, out, true);
-        }
+        ask_types(&snapshot, name, IMAGE_TYPES, &mut rng, out, true);
     }
     true
 }
@@ -558,6 +548,29 @@ fn image_names(zone: &ZoneSnapshot, salt: u32) -> Vec<Vec<u8>> {
 }
 
 /// Appends a query for a wire name, with an OPT record of `edns` bytes when given.
+/// Asks `name` every type of `types`, each without EDNS, with 1232 or with 65535 (at random),
+/// over UDP and TCP through the query target's check.
+fn ask_types(
+    snapshot: &Snapshot,
+    name: &[u8],
+    types: &[u16],
+    rng: &mut Rng,
+    out: &mut Vec<u8>,
+    tcp_may_truncate: bool,
+) {
+    let mut query = Vec::with_capacity(300);
+    for &qtype in types {
+        query.clear();
+        let edns = match rng.below(3) {
+            0 => None,
+            1 => Some(1232),
+            _ => Some(65535),
+        };
+        push_query(&mut query, rng.next_u64() as u16, name, qtype, edns);
+        check_transports(snapshot, &query, out, tcp_may_truncate);
+    }
+}
+
 fn push_query(out: &mut Vec<u8>, id: u16, name: &[u8], qtype: u16, edns: Option<u16>) {
     out.extend_from_slice(&id.to_be_bytes());
     out.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, u8::from(edns.is_some())]);
@@ -716,18 +729,9 @@ pub fn check_zonefile(data: &[u8], out: &mut Vec<u8>) -> ZonefileOutcome {
     let names = zonefile_names(&zone, data);
     let snapshot = Snapshot::empty().with_zone(Arc::new(snapshot));
     let mut rng = Rng(u64::from(crc32fast::hash(data)) << 1 | 1);
-    let mut query = Vec::with_capacity(300);
     for (name, types) in &names {
-        for &qtype in ZONEFILE_TYPES.iter().chain(types) {
-            query.clear();
-            let edns = match rng.below(3) {
-                0 => None,
-                1 => Some(1232),
-                _ => Some(65535),
-            };
-            push_query(&mut query, rng.next_u64() as u16, name, qtype, edns);
-            check_transports(&snapshot, &query, out, false);
-        }
+        let types: Vec<u16> = ZONEFILE_TYPES.iter().chain(types).copied().collect();
+        ask_types(&snapshot, name, &types, &mut rng, out, false);
     }
     ZonefileOutcome::Served
 }

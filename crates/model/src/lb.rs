@@ -969,18 +969,23 @@ mod tests {
         );
     }
 
-    #[test]
-    fn too_many_origins_is_refused() {
-        let spec = PoolSpec {
+    /// A pool named `big` of `n` distinct origins.
+    fn pool_of(n: u32) -> PoolSpec {
+        PoolSpec {
             name: "big".into(),
-            origins: (0..21)
+            origins: (0..n)
                 .map(|i| OriginSpec {
-                    address: format!("192.0.2.{i}"),
+                    address: std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string(),
                     ..Default::default()
                 })
                 .collect(),
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn too_many_origins_is_refused() {
+        let spec = pool_of(21);
         let errors = spec.validate("").unwrap_err();
         assert_eq!(
             fields(&errors),
@@ -1057,16 +1062,7 @@ mod tests {
     /// are quadratic and run under the zone's lock (this took minutes before).
     #[test]
     fn huge_pools_and_pool_lists_are_refused_without_checking_each_entry() {
-        let spec = PoolSpec {
-            name: "big".into(),
-            origins: (0..200_000u32)
-                .map(|i| OriginSpec {
-                    address: std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string(),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        };
+        let spec = pool_of(200_000);
         // One error, the limit: no entry was checked on its own.
         let errors = spec.validate("").unwrap_err();
         assert_eq!(

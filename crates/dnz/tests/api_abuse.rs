@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use domain::base::iana::Rtype;
 use serde_json::{Value, json};
-use test_support::{DnzServer, QueryOptions, query};
+use test_support::{DnzServer, QueryOptions, Rng, query};
 
 const ZONE: &str = "abuse.test";
 
@@ -36,32 +36,6 @@ const RAW: &str = "\u{1}RAW:";
 
 fn raw(text: &str) -> Value {
     Value::String(format!("{RAW}{text}"))
-}
-
-/// xorshift64*: tiny, seeded, reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
 }
 
 struct Request {
@@ -884,7 +858,7 @@ fn garbage_body(rng: &mut Rng, base: &Value) -> (String, Vec<u8>) {
         }
         7 => {
             let len = 1 + rng.below(300);
-            let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             ("random bytes".into(), bytes)
         }
         8 => {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use domain::base::Message;
 use domain::base::iana::Rtype;
 use test_support::dns::{build_query, parse_response};
-use test_support::{DnzServer, QueryOptions, query};
+use test_support::{DnzServer, QueryOptions, Rng, query};
 
 const FORMERR: u16 = 1;
 const NOTIMP: u16 = 4;
@@ -215,26 +215,6 @@ fn ecs_option(family: u16, source: u8, scope: u8, address: &[u8]) -> Vec<u8> {
     o
 }
 
-/// xorshift64*: a fixed-seed PRNG so a failure replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn byte(&mut self) -> u8 {
-        self.next() as u8
-    }
-}
-
 /// Random packets: a third pure noise, the rest valid queries (with EDNS, ECS, other names and
 /// types) mutated by byte flips, overwrites, truncation, insertion and count changes.
 fn random_packet(rng: &mut Rng) -> Vec<u8> {
@@ -271,7 +251,7 @@ fn random_packet(rng: &mut Rng) -> Vec<u8> {
         },
         dnssec_ok: rng.below(2) == 0,
         rd: rng.below(2) == 0,
-        id: rng.next() as u16,
+        id: rng.next_u64() as u16,
     };
     let mut p = build_query(
         names[rng.below(names.len())],
